@@ -1,0 +1,29 @@
+"""toolkit: tool calling as a contract.
+
+A tool call is a request, not an action. The model proposes
+``(name, arguments, call id)``; the host checks it against a ``Contract``
+(schema -> permission/path -> business/approval), executes or refuses it,
+and returns one ``ToolResult`` per call id.
+
+Importing ``toolkit`` is light: sympy, matplotlib and ipywidgets load only
+inside ``toolkit.present``, when a chapter draws or shows something.
+"""
+from .calls import CallIds, ToolCall, request
+from .contracts import Condition, Contract, Retry
+from .errors import ToolError
+from .host import Attempt, Host, Tool, rejection
+from .interpreter import ScriptedPolicy, State, contract_allows, evaluate, invoke_with_ledger
+from .ledger import MemoryLedger, invoke
+from .legality import Caller, Outcome, Test, Verdict, check, legal
+from .outcomes import FailureClass, Status, ToolFailure, ToolResult
+from .redaction import redact
+from .scoring import Choice, Option, choose, expected_value, governed_score
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Attempt", "CallIds", "Caller", "Choice", "Condition", "Contract", "FailureClass", "Host", "MemoryLedger",
+    "Option", "Outcome", "Retry", "ScriptedPolicy", "State", "Status", "Test", "Tool", "ToolCall", "ToolError",
+    "ToolFailure", "ToolResult", "Verdict", "check", "choose", "contract_allows", "evaluate", "expected_value",
+    "governed_score", "invoke", "invoke_with_ledger", "legal", "redact", "request",
+]

@@ -1,0 +1,119 @@
+"""The interpreter loop: the model proposes, the contract checker disposes.
+
+The chapter's five lines, made iterative so a long episode cannot overflow
+the stack::
+
+    evaluate(state):
+      proposal = policy(state)
+      if not contract_allows(proposal):
+        return evaluate(state.with_observation("rejected", reason))
+      result = invoke_with_ledger(proposal)
+      return evaluate(state.with_observation(result))
+
+A refusal is a normal transition, not a crash: it becomes an observation the
+policy reads on its next step. The policy here is scripted and deterministic;
+no model and no network are involved.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Protocol
+
+from .calls import ToolCall
+from .contracts import Retry
+from .host import Host, rejection
+from .legality import Verdict
+from .outcomes import ToolResult
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one step taught the policy: ``rejected`` or ``result``, with the result itself."""
+
+    kind: str
+    call: ToolCall
+    result: ToolResult
+
+    def line(self) -> str:
+        detail = self.result.reason or self.result.status.value
+        return f"{self.kind:<8} {self.call.summary()} -> {self.result.status.value} ({detail})"
+
+
+@dataclass(frozen=True)
+class State:
+    """The task and everything observed so far (immutable: each step makes a new state)."""
+
+    task: str
+    observations: tuple[Observation, ...] = ()
+    done: bool = False
+
+    def with_observation(self, kind: str, call: ToolCall, result: ToolResult) -> "State":
+        return State(self.task, self.observations + (Observation(kind, call, result),))
+
+    @property
+    def last(self) -> Observation | None:
+        return self.observations[-1] if self.observations else None
+
+    def transcript(self) -> list[str]:
+        return [f"step {i}: {o.line()}" for i, o in enumerate(self.observations, 1)]
+
+
+class Policy(Protocol):
+    def __call__(self, state: State) -> ToolCall | None: ...
+
+
+class ScriptedPolicy:
+    """A stand-in for a model: replays fixed proposals, or asks a function given the state.
+
+    Each script entry is a ``ToolCall`` or a function ``state -> ToolCall | None``.
+    When the script runs out, the policy stops (returns None).
+    """
+
+    def __init__(self, script: Iterable[ToolCall | Callable[[State], ToolCall | None]]):
+        self.script = list(script)
+        self.position = 0
+
+    def __call__(self, state: State) -> ToolCall | None:
+        if self.position >= len(self.script):
+            return None
+        step = self.script[self.position]
+        self.position += 1
+        return step(state) if callable(step) else step
+
+
+def contract_allows(host: Host, proposal: ToolCall) -> Verdict:
+    """The contract checker: all three tests for the proposal."""
+    return host.check(proposal)
+
+
+def invoke_with_ledger(host: Host, proposal: ToolCall, ledger: Any = None,
+                       verdict: Verdict | None = None) -> ToolResult:
+    """Run an allowed proposal; effects that are not plainly safe to repeat go through the ledger.
+
+    The ledger key is the call's idempotency key. A call without one is keyed by
+    its call id, so a retry that drops the key is, visibly, a new proposal.
+    """
+    contract = host.contract(proposal.name)
+    if ledger is None or contract is None or contract.retry is Retry.SAFE:
+        return host.execute(proposal, verdict)
+    key = proposal.idempotency_key or proposal.call_id
+    return ledger.invoke(key, lambda _: host.execute(proposal, verdict), proposal.arguments)
+
+
+def evaluate(state: State, policy: Policy, host: Host, ledger: Any = None, max_steps: int = 50) -> State:
+    """Run the loop until the policy stops proposing (or ``max_steps`` is reached)."""
+    for _ in range(max_steps):
+        proposal = policy(state)
+        if proposal is None:
+            return State(state.task, state.observations, done=True)
+        verdict = contract_allows(host, proposal)
+        if not verdict.legal:
+            refused = host.execute(proposal, verdict)  # logs the attempt; returns the rejection
+            state = state.with_observation("rejected", proposal, refused)
+            continue
+        state = state.with_observation("result", proposal, invoke_with_ledger(host, proposal, ledger, verdict))
+    return state
+
+
+__all__ = ["Observation", "State", "ScriptedPolicy", "contract_allows", "invoke_with_ledger", "evaluate",
+           "rejection"]

@@ -1,0 +1,88 @@
+"""Tool results: the structured state an executor returns against a call id.
+
+Every call gets exactly one result, refused and cancelled ones included. A
+failure carries three things a model needs to decide its next step: a status,
+a failure class, and a machine-readable reason.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from .errors import ToolError
+
+
+class Status(str, Enum):
+    SUCCEEDED = "succeeded"
+    RECOVERABLE_FAILURE = "recoverable_failure"   # transient: wait, then retry
+    FAILED = "failed"                             # ran, but did not establish its promise
+    REJECTED = "rejected"                         # refused before running: change the arguments or give up
+    TIMEOUT = "timeout"                           # outcome unknown: consult records, never retry blindly
+    CANCELLED = "cancelled"                       # an outside signal stopped the round
+
+
+class FailureClass(str, Enum):
+    """Which part of the contract a failure points at."""
+
+    SCHEMA = "schema"
+    AUTHORIZATION = "authorization"
+    PRECONDITION = "precondition"
+    POSTCONDITION = "postcondition"
+    TIMEOUT = "timeout"
+    EXECUTION = "execution"
+
+
+#: What the host lets a model do next, by status (the chapter's failure-type table).
+NEXT_STEP: dict[Status, str] = {
+    Status.SUCCEEDED: "continue with the evidence",
+    Status.RECOVERABLE_FAILURE: "wait, then retry within the host's budget",
+    Status.FAILED: "report the broken promise; do not assume the effect",
+    Status.REJECTED: "change the arguments, switch tools, or give up",
+    Status.TIMEOUT: "check the execution record or use the same idempotency key; else ask a human",
+    Status.CANCELLED: "stop the current round",
+}
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What goes back to the model, paired with its request by ``call_id``."""
+
+    call_id: str
+    status: Status
+    output: Any = None
+    failure_class: FailureClass | None = None
+    reason: str = ""
+    errors: tuple[ToolError, ...] = ()
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.SUCCEEDED
+
+    @property
+    def next_step(self) -> str:
+        return NEXT_STEP[self.status]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict, the shape a model is shown."""
+        data: dict[str, Any] = {"call_id": self.call_id, "status": self.status.value}
+        if self.ok:
+            data["output"] = self.output
+        else:
+            data["failure_class"] = self.failure_class.value if self.failure_class else None
+            data["reason"] = self.reason
+            data["errors"] = [e.to_dict() for e in self.errors]
+        if self.evidence:
+            data["evidence"] = self.evidence
+        return data
+
+
+class ToolFailure(Exception):
+    """Raised by a tool's implementation to report a classified failure."""
+
+    def __init__(self, status: Status, reason: str, message: str = "",
+                 failure_class: FailureClass = FailureClass.EXECUTION):
+        super().__init__(message or reason)
+        self.status, self.reason, self.failure_class = status, reason, failure_class
+        self.message = message or reason

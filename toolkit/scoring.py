@@ -1,0 +1,67 @@
+"""Choosing among the legal calls: the governed score.
+
+    u* = argmax_u  E[Q(σ, u)] − λc·C(u) − λr·R(u)      over legal u only
+
+A call is picked not because it is possible but because its expected value is
+worth its cost and its risk. Illegal calls are never candidates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+
+def expected_value(confidence: float, payoff: float) -> float:
+    """Expected usefulness: the chance the postcondition holds times what success is worth."""
+    return confidence * payoff
+
+
+def governed_score(value: float, cost: float, risk: float, lam_c: float = 1.0, lam_r: float = 1.0) -> float:
+    """``value − λc·cost − λr·risk``."""
+    return value - lam_c * cost - lam_r * risk
+
+
+@dataclass(frozen=True)
+class Option:
+    """A candidate invocation as the policy sees it."""
+
+    name: str
+    value: float
+    cost: float
+    risk: float
+    legal: int = 1
+
+    def score(self, lam_c: float = 1.0, lam_r: float = 1.0) -> float:
+        return governed_score(self.value, self.cost, self.risk, lam_c, lam_r)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The chosen option (None when nothing is legal) and every option's score."""
+
+    best: Option | None
+    scores: dict[str, float]
+    excluded: tuple[str, ...]
+
+    def lines(self) -> list[str]:
+        rows = [f"{name:<14} {score:>6g}" + ("  <- chosen" if self.best and name == self.best.name else "")
+                for name, score in self.scores.items()]
+        rows += [f"{name:<14} {'illegal':>6}  (never a candidate)" for name in self.excluded]
+        return rows
+
+
+def choose(options: Sequence[Option] | Iterable[Option], lam_c: float = 1.0, lam_r: float = 1.0) -> Choice:
+    """Pick the legal option with the highest governed score; ties go to the earlier option."""
+    options = list(options)
+    candidates = [o for o in options if o.legal == 1]
+    scores = {o.name: o.score(lam_c, lam_r) for o in candidates}
+    best = max(candidates, key=lambda o: scores[o.name], default=None)
+    return Choice(best, scores, tuple(o.name for o in options if o.legal != 1))
+
+
+def flip_point(a: Option, b: Option, lam_c: float = 1.0) -> float | None:
+    """The risk price λr at which ``a`` and ``b`` score the same (None if they never cross)."""
+    gap_risk = a.risk - b.risk
+    if gap_risk == 0:
+        return None
+    return ((a.value - lam_c * a.cost) - (b.value - lam_c * b.cost)) / gap_risk
