@@ -1,0 +1,66 @@
+"""The evaluate loop: refusal is a normal transition, and the ledger stands between retries and effects."""
+import toolkit as tk
+from toolkit.catalog import CREATE_INVOICE, Books
+
+ARGS = {"order_id": "order-431", "amount": 100, "currency": "EUR", "idempotency_key": "invoice:order-431:v1"}
+
+
+def setup():
+    books = Books(orders={"order-431": {"approved": True}})
+    host = tk.Host.of([tk.Tool(CREATE_INVOICE, books.issue)], tk.Caller(scopes=frozenset({"billing.write"})), books)
+    return host, books
+
+
+def test_rejection_becomes_an_observation_and_the_policy_corrects_itself():
+    host, books = setup()
+
+    def correct(state):
+        last = state.last
+        assert last.kind == "rejected" and last.result.reason == "missing_required"
+        return tk.request("create_invoice", ARGS, call_id="c2", idempotency_key=ARGS["idempotency_key"])
+
+    policy = tk.ScriptedPolicy([tk.request("create_invoice", {"order_id": "order-431"}, call_id="c1"), correct])
+    state = tk.evaluate(tk.State("invoice order 431"), policy, host, tk.MemoryLedger())
+    assert state.done and [o.kind for o in state.observations] == ["rejected", "result"]
+    assert state.observations[1].result.status is tk.Status.SUCCEEDED
+    assert len(books.invoices) == 1 and len(host.log) == 2
+
+
+def test_retry_with_the_same_key_replays_and_does_not_duplicate():
+    host, books = setup()
+    ledger = tk.MemoryLedger()
+    call = tk.request("create_invoice", ARGS, idempotency_key=ARGS["idempotency_key"])
+    state = tk.evaluate(tk.State("t"), tk.ScriptedPolicy([call, call]), host, ledger)
+    assert len(ledger) == 1 and len(books.invoices) == 1
+    assert state.observations[0].result == state.observations[1].result
+
+
+def test_retry_without_the_key_is_a_new_proposal():
+    host, books = setup()
+    first = tk.request("create_invoice", ARGS, call_id="a")
+    again = tk.request("create_invoice", ARGS, call_id="b")   # same intent, no idempotency key: new proposal
+    tk.evaluate(tk.State("t"), tk.ScriptedPolicy([first, again]), host, tk.MemoryLedger())
+    assert len(books.invoices) == 2   # and the postcondition caught the broken promise on the second
+    assert host.log[-1].result.status is tk.Status.FAILED
+    assert host.log[-1].result.failure_class is tk.FailureClass.POSTCONDITION
+
+
+def test_ledger_rule_two_branches():
+    effects = []
+
+    def f(x):
+        effects.append(x)
+        return f"INV-{8 + len(effects)}"
+
+    L0 = {}
+    L1, y1 = tk.invoke(f, "order-431", "invoice-431", L0)
+    L2, y2 = tk.invoke(f, "order-431", "invoice-431", L1)
+    assert (len(L0), len(L1), len(L2)) == (0, 1, 1)
+    assert y1 == y2 == "INV-9" and len(effects) == 1
+
+
+def test_loop_is_bounded():
+    host, _ = setup()
+    forever = tk.ScriptedPolicy([lambda s: tk.request("nope", {})] * 1000)
+    state = tk.evaluate(tk.State("t"), forever, host, max_steps=5)
+    assert len(state.observations) == 5 and not state.done

@@ -1,0 +1,52 @@
+"""How thick the safeguards must be: it follows the size of the side effect.
+
+A read-only, reversible, retry-safe call may take the *lean path*: validate,
+run, return. A call that writes outside, sends, or charges needs the full
+small-transaction treatment. The four task properties that decide it are the
+chapter's: reversibility, side-effect risk, retry semantics, and whether the
+tool returns evidence the agent can check itself.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .contracts import Contract, Retry
+
+#: Each safeguard and what it prevents (the chapter's safeguard table).
+SAFEGUARDS: dict[str, str] = {
+    "call id": "results that do not match requests",
+    "idempotency key": "a repeat run producing a duplicate side effect",
+    "execution record": "not being able to tell whether the last run took effect",
+    "human approval": "an irreversible action being blindly replayed",
+}
+
+
+@dataclass(frozen=True)
+class TaskProperties:
+    """The four properties that change the verdict on the same tool, read off its contract."""
+
+    reversible: bool
+    side_effect: bool
+    retry: Retry
+    self_checkable: bool
+
+    @classmethod
+    def of(cls, contract: Contract) -> "TaskProperties":
+        return cls(reversible=contract.reversible, side_effect=bool(contract.writes),
+                   retry=contract.retry, self_checkable=bool(contract.postconditions or contract.evidence))
+
+
+def required_safeguards(contract: Contract) -> tuple[str, ...]:
+    """The safeguards a contract's task properties call for; every call gets a call id."""
+    p = TaskProperties.of(contract)
+    needed = ["call id"]
+    if p.side_effect and p.retry is not Retry.SAFE:
+        needed += ["idempotency key", "execution record"]
+    if not p.reversible and (contract.needs_approval or not p.self_checkable):
+        needed.append("human approval")
+    return tuple(needed)
+
+
+def lean_path(contract: Contract) -> bool:
+    """True when the call may skip the full state machine: read-only, reversible, safe to repeat."""
+    return required_safeguards(contract) == ("call id",)
