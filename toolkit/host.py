@@ -14,6 +14,7 @@ from .contracts import Contract
 from .errors import ToolError
 from .legality import Caller, Outcome, Verdict, check
 from .outcomes import FailureClass, Status, ToolFailure, ToolResult
+from .redaction import scrub, secret_values
 
 #: An implementation receives validated arguments and the host's world.
 Implementation = Callable[[dict, Any], Any]
@@ -98,10 +99,17 @@ class Host:
         try:
             output = tool.run(arguments, self.world)
         except ToolFailure as failure:
-            error = ToolError(failure.reason, f"tool {call.name}", failure.message,
+            secrets = secret_values(arguments, tool.contract.secret_fields)
+            reason, message = scrub(failure.reason, secrets), scrub(failure.message, secrets)
+            error = ToolError(reason, f"tool {call.name}", message,
                               retryable=failure.status is Status.RECOVERABLE_FAILURE)
             return ToolResult(call.call_id, failure.status, failure_class=failure.failure_class,
-                              reason=failure.reason, errors=(error,))
+                              reason=reason, errors=(error,))
+        except Exception as exc:  # a crashing tool is a failed call, never a crashed host
+            error = ToolError("execution_failed", f"tool {call.name}", f"the tool raised {type(exc).__name__}",
+                              hint="the effect may be partial: check the execution record", retryable=False)
+            return ToolResult(call.call_id, Status.FAILED, failure_class=FailureClass.EXECUTION,
+                              reason="execution_failed", errors=(error,))
         broken = _broken_postconditions(tool.contract, arguments, output, self.world)
         if broken:
             return ToolResult(call.call_id, Status.FAILED, output=output, failure_class=FailureClass.POSTCONDITION,

@@ -8,7 +8,7 @@ rest of the record stays useful for troubleshooting.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 REDACTED = "[redacted]"
 SECRET_NAME = re.compile(r"token|api[_-]?key|password|passwd|secret|authorization|credential|private[_-]?key|cookie",
@@ -43,5 +43,52 @@ def summarize(value: Any, secret_fields: Iterable[str] = (), limit: int = 120) -
     """A short, redacted, one-line summary of arguments for a log line."""
     import json
 
-    text = json.dumps(redact(value, secret_fields), sort_keys=True, default=repr)
+    redacted = redact(value, secret_fields)
+    try:
+        text = json.dumps(redacted, sort_keys=True, default=repr)
+    except TypeError:  # keys of mixed types cannot be sorted
+        text = json.dumps(redacted, default=repr)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+#: Shapes of credentials worth masking even where no field name gave them away.
+TOKEN_SHAPES = re.compile(r"\bsk-[A-Za-z0-9_-]{6,}|\bBearer\s+[A-Za-z0-9._~+/=-]{6,}|\bgh[pousr]_[A-Za-z0-9]{10,}"
+                          r"|\bAKIA[0-9A-Z]{12,}|\bxox[abpr]-[A-Za-z0-9-]{6,}")
+
+
+def secret_values(arguments: Any, secret_fields: Iterable[str] = ()) -> set[str]:
+    """Every text value held by a secret field (at any depth) in ``arguments``."""
+    fields = frozenset(secret_fields)
+    found: set[str] = set()
+
+    def everything(value: Any, depth: int) -> None:
+        if depth > 32:
+            return
+        if isinstance(value, Mapping):
+            for v in value.values():
+                everything(v, depth + 1)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                everything(v, depth + 1)
+        elif value is not None and not isinstance(value, bool):
+            found.add(str(value))
+
+    def walk(value: Any, depth: int) -> None:
+        if depth > 32:
+            return
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                (everything if isinstance(k, str) and is_secret_name(k, fields) else walk)(v, depth + 1)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v, depth + 1)
+
+    walk(arguments, 0)
+    return {s for s in found if len(s) >= 4}
+
+
+def scrub(text: str, values: Iterable[str]) -> str:
+    """Mask every known secret value, and anything shaped like a credential, inside free text."""
+    for value in sorted(values, key=len, reverse=True):
+        text = text.replace(value, REDACTED)
+    return TOKEN_SHAPES.sub(REDACTED, text)

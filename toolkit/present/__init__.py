@@ -1,0 +1,1 @@
+"""Presentation for the notebooks: widgets, plots and sympy formulas (imported only by notebooks)."""
