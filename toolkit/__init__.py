@@ -16,14 +16,16 @@ from .interpreter import ScriptedPolicy, State, contract_allows, evaluate, invok
 from .ledger import MemoryLedger, invoke
 from .legality import Caller, Outcome, Test, Verdict, check, legal
 from .outcomes import FailureClass, Status, ToolFailure, ToolResult
+from .read_file import make_read_file
 from .redaction import redact
 from .scoring import Choice, Option, choose, expected_value, governed_score
+from .workspace import PathRefused, Workspace
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Attempt", "CallIds", "Caller", "Choice", "Condition", "Contract", "FailureClass", "Host", "MemoryLedger",
-    "Option", "Outcome", "Retry", "ScriptedPolicy", "State", "Status", "Test", "Tool", "ToolCall", "ToolError",
-    "ToolFailure", "ToolResult", "Verdict", "check", "choose", "contract_allows", "evaluate", "expected_value",
-    "governed_score", "invoke", "invoke_with_ledger", "legal", "redact", "request",
+    "Option", "Outcome", "PathRefused", "Retry", "ScriptedPolicy", "State", "Status", "Test", "Tool", "ToolCall", "ToolError",
+    "ToolFailure", "ToolResult", "Verdict", "Workspace", "check", "choose", "contract_allows", "evaluate", "expected_value",
+    "governed_score", "invoke", "invoke_with_ledger", "legal", "make_read_file", "redact", "request",
 ]

@@ -78,7 +78,28 @@ CREATE_INVOICE = Contract(
 
 READ_FILE_SCHEMA = {
     "type": "object",
-    "properties": {"path": {"type": "string", "description": "A path relative to the workspace."}},
+    "properties": {
+        "path": {"type": "string", "description": "A path relative to the workspace."},
+        "mode": {"type": "string", "enum": ["text", "lines"],
+                 "description": "text (default): the content as one string; lines: also split into lines."},
+    },
     "required": ["path"],
     "additionalProperties": False,
 }
+
+#: read_file as declared to a model. ``toolkit.read_file.make_read_file`` binds it to a
+#: workspace, adding the path guard, the business rules and the confined executor.
+READ_FILE = Contract(
+    name="read_file",
+    description=("Read one text file inside the workspace and return its content, size and sha256. "
+                 'Read-only: repeating the call reads the same bytes. path is relative to the workspace, '
+                 'e.g. "src/config.ts".'),
+    schema=READ_FILE_SCHEMA,
+    cost=0.1,
+    risk=0.0,
+    reversible=True,
+    retry=Retry.SAFE,
+    risk_category="read-only, inside the workspace",
+    evidence=("size", "sha256"),
+    reads=("file:{path}",),
+)

@@ -6,7 +6,7 @@ full verdict (all three tests), so the log can say which test stopped a call.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
 from .calls import ToolCall
@@ -101,8 +101,11 @@ class Host:
         except ToolFailure as failure:
             secrets = secret_values(arguments, tool.contract.secret_fields)
             reason, message = scrub(failure.reason, secrets), scrub(failure.message, secrets)
-            error = ToolError(reason, f"tool {call.name}", message,
-                              retryable=failure.status is Status.RECOVERABLE_FAILURE)
+            if failure.error is not None:   # the tool built the structured error itself: keep pointer and hint
+                error = replace(failure.error, message=scrub(failure.error.message, secrets))
+            else:
+                error = ToolError(reason, f"tool {call.name}", message,
+                                  retryable=failure.status is Status.RECOVERABLE_FAILURE)
             return ToolResult(call.call_id, failure.status, failure_class=failure.failure_class,
                               reason=reason, errors=(error,))
         except Exception as exc:  # a crashing tool is a failed call, never a crashed host

@@ -82,7 +82,8 @@ class ToolFailure(Exception):
     """Raised by a tool's implementation to report a classified failure."""
 
     def __init__(self, status: Status, reason: str, message: str = "",
-                 failure_class: FailureClass = FailureClass.EXECUTION):
+                 failure_class: FailureClass = FailureClass.EXECUTION, error: ToolError | None = None):
         super().__init__(message or reason)
         self.status, self.reason, self.failure_class = status, reason, failure_class
         self.message = message or reason
+        self.error = error   # a structured error the tool built itself (pointer, hint), passed on as is

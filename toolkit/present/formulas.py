@@ -211,3 +211,28 @@ __all__ = ["closed_form_holds", "controller_exprs", "controller_walk", "delay_ex
            "latex",
            "legal_expr", "legal_product_text", "legal_value", "score_expr", "score_value", "symbols",
            "total_wait", "total_wait_expr", "total_wait_sum", "worked_numbers"]
+
+
+# ------------------------------------------------------------------ rendered for a notebook
+def contract_signature_latex() -> str:
+    r"""A tool with its four annotations: ``f : X \to Y, Pre_f(x), Post_f(x,y), Cost_f(x), Risk_f(x)``."""
+    return (r"f : X \to Y,\quad \texttt{Pre}_f(x),\ \texttt{Post}_f(x,y),\ "
+            r"\texttt{Cost}_f(x),\ \texttt{Risk}_f(x)")
+
+
+def legality_latex() -> str:
+    """The legality definition as the chapter writes it, with the indicator built from the same symbols."""
+    return r"\texttt{legal}(u_t) = " + indicator_latex()
+
+
+def choice_latex() -> str:
+    """The policy's choice: the argmax of the governed score, over legal invocations only."""
+    return (r"u_t^{*} = \arg\max_{u\,:\,\texttt{legal}(u)=1}\ "
+            r"\mathbb{E}[Q(\sigma_t,u)] - \lambda_c C(u) - \lambda_r R(u)")
+
+
+def show(latex_text: str) -> Any:
+    """Display LaTeX in a notebook (an ``IPython.display.Math`` object)."""
+    from IPython.display import Math
+
+    return Math(latex_text)
