@@ -24,7 +24,7 @@ import difflib
 import json
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -188,6 +188,14 @@ class ProposalHost(Host):
         if isinstance(call, Proposal):
             return validate(call, self).verdict
         return super().check(call)
+
+    def execute(self, call: Any, verdict: Verdict | None = None) -> ToolResult:
+        """Run a proposal's tool call under the verdict that covered its code too."""
+        if not isinstance(call, Proposal):
+            return super().execute(call, verdict)
+        result = super().execute(call.call, verdict if verdict is not None else self.check(call))
+        self.log[-1] = replace(self.log[-1], call=call)   # the log keeps the whole proposal, code included
+        return result
 
 
 def episode_host(workspace: Path | str) -> ProposalHost:

@@ -60,8 +60,8 @@ CREATE_INVOICE = Contract(
     },
     permissions=("billing.write",),
     preconditions=(
-        Condition("order_approved", "order is approved", _order_approved),
-        Condition("amount_positive", "amount > 0", lambda a, w: a["amount"] > 0),
+        Condition("order_approved", "order is approved", _order_approved, field="order_id"),
+        Condition("amount_positive", "amount > 0", lambda a, w: a["amount"] > 0, field="amount"),
     ),
     postconditions=(
         Condition("one_invoice_per_key", "exactly one invoice is durably associated with idempotency_key",

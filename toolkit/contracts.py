@@ -40,9 +40,11 @@ class Condition:
     name: str
     description: str
     predicate: Callable[..., CheckResult]
+    field: str = ""   # the argument the condition is about, so a failure points at it
 
     def failure(self, code: str, hint: str = "") -> ToolError:
-        return ToolError(code, "$", f"{self.name} failed: {self.description}",
+        pointer = f"$.{self.field}" if self.field else "$"
+        return ToolError(code, pointer, f"{self.name} failed: {self.description}",
                          expected=self.description, received="not satisfied", hint=hint)
 
 

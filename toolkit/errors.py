@@ -34,6 +34,17 @@ CODES: dict[str, str] = {
     "timeout": "execution",
     "cancelled": "execution",
     "not_evaluable": "schema",
+    "stream_incomplete": "schema",
+    "stream_invalid": "schema",
+    "response_incomplete": "schema",
+    "invalid_call": "schema",
+    "duplicate_call_id": "schema",
+    "not_a_call": "schema",
+    "call_id_mismatch": "execution",
+    "missing_result": "execution",
+    "duplicate_result": "execution",
+    "orphan_result": "execution",
+    "module_not_found": "business",
 }
 
 

@@ -84,6 +84,8 @@ class Host:
 
         The result carries the call id; the attempt is logged with all three tests.
         """
+        if not isinstance(call, ToolCall):  # a Preview, a Refusal, a dict: only a complete, parsed call runs
+            return not_a_call(call)
         verdict = verdict if verdict is not None else self.check(call)
         result = rejection(verdict) if not verdict.legal else self._run(call, verdict)
         self.log.append(Attempt(call, verdict, result))
@@ -119,6 +121,17 @@ class Host:
                               reason="postcondition_failed", errors=tuple(broken))
         evidence = output.get("evidence", {}) if isinstance(output, dict) else {}
         return ToolResult(call.call_id, Status.SUCCEEDED, output=output, evidence=evidence)
+
+
+def not_a_call(obj: Any) -> ToolResult:
+    """The result for something handed to an executor that is not a ``ToolCall`` (a ``Preview``, a dict...)."""
+    call_id = getattr(obj, "call_id", None)
+    kind = type(obj).__name__
+    error = ToolError("not_a_call", "$", f"a {kind} is not a ToolCall; only a complete, parsed call may run",
+                      expected="ToolCall", received=kind,
+                      hint="wait for the completion signal and execute the ToolCall it produces", retryable=False)
+    return ToolResult(call_id if isinstance(call_id, str) and call_id else "?", Status.REJECTED,
+                      failure_class=FailureClass.SCHEMA, reason="not_a_call", errors=(error,))
 
 
 def _broken_postconditions(contract: Contract, arguments: dict, output: Any, world: Any) -> list[ToolError]:

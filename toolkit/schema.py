@@ -52,7 +52,8 @@ def parse_arguments(raw: Any) -> tuple[dict | None, list[ToolError]]:
         except UnicodeDecodeError:
             return None, [ToolError("invalid_json", "$", "arguments are not UTF-8 text",
                                     expected="a JSON object", received="<bytes>")]
-    if isinstance(raw, str):
+    from_text = isinstance(raw, str)
+    if from_text:
         if len(raw) > MAX_ARGUMENT_BYTES:
             return None, [_too_large(len(raw))]
         if not raw.strip():
@@ -74,6 +75,8 @@ def parse_arguments(raw: Any) -> tuple[dict | None, list[ToolError]]:
     if _depth(raw) > MAX_DEPTH:
         return None, [ToolError("too_large", "$", f"arguments nest deeper than {MAX_DEPTH} levels",
                                 expected=f"at most {MAX_DEPTH} levels", received="deeper", retryable=True)]
+    if from_text:  # its length was checked before parsing, and what json.loads builds always serialises
+        return raw, []
     try:
         size = len(json.dumps(raw, default=str))
     except (TypeError, ValueError, RecursionError):

@@ -1,0 +1,167 @@
+"""How streaming assembly scales: linear in the bytes, not in bytes x fragments.
+
+Run:  python benchmarks/bench_streaming.py
+
+Prints, for a write_file call whose arguments are about 1 MB of source text:
+
+* assembling it from 10,000 fragments (collect, join once, strict parse)
+  against one plain ``json.loads`` of the whole text (aim: at most 3x);
+* 4 MB against 1 MB with the same fragment size (aim: at most 4.5x, linear);
+* re-parsing the whole buffer at every fragment, as lenient accumulators do,
+  at growing sizes: its time grows with the square of the size;
+* the same through the OpenAI server-sent-event reader, for context.
+
+The argument cap (256 KB by default) is lifted for the measurement only.
+"""
+from __future__ import annotations
+
+import json
+import time
+from unittest import mock
+
+from toolkit import schema
+from toolkit.streaming import Assembler, OpenAIStream
+
+LINE = 'export const config = { "name": "demo", path: "src/config.ts", retries: 3 };\n'
+FRAGMENT = 100   # characters per fragment: 1 MB arrives in about 10,000 fragments
+BIG = 64 * 1024 * 1024
+
+
+def arguments_text(size: int) -> str:
+    content = (LINE * (size // len(LINE) + 1))[:size]
+    return json.dumps({"path": "src/big.ts", "content": content})
+
+
+def fragments(text: str, size: int = FRAGMENT) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def best(f, repeat: int = 15) -> float:
+    """The fastest of ``repeat`` runs, in CPU seconds (other programs on the machine disturb it less)."""
+    times = []
+    for _ in range(repeat):
+        start = time.process_time()
+        f()
+        times.append(time.process_time() - start)
+    return min(times)
+
+
+def collect(parts: list[str], repeat_ids: bool = False) -> Assembler:
+    """Feed the fragments as OpenAI does: id and name on the first piece only (or, like some
+    compatible servers, on every piece)."""
+    asm = Assembler(max_chars=BIG)
+    asm.add(0, call_id="call_1", name="write_file")
+    if repeat_ids:
+        for part in parts:
+            asm.add(0, call_id="call_1", name="write_file", arguments=part)
+    else:
+        for part in parts:
+            asm.add(0, arguments=part)
+    return asm
+
+
+def assemble(parts: list[str], repeat_ids: bool = False) -> None:
+    [call] = collect(parts, repeat_ids).finish("tool_calls")
+    assert call.arguments["path"] == "src/big.ts"
+
+
+def collect_only(parts: list[str]) -> None:
+    "".join(collect(parts).buffers[0].parts)
+
+
+def strict_parse_without_resize(text: str) -> None:
+    """What ``parse_arguments`` costs for text if it trusted ``len(text)`` instead of re-serialising
+    the parsed object to measure it (the change proposed for ``toolkit/schema.py``)."""
+    value = json.loads(text, object_pairs_hook=schema._no_duplicates, parse_constant=schema._no_constants)
+    schema._depth(value)
+
+
+def reparse_every_fragment(parts: list[str]) -> None:
+    """The quadratic way: after every fragment, join everything so far and try to parse it."""
+    received: list[str] = []
+    for part in parts:
+        received.append(part)
+        try:
+            json.loads("".join(received))
+        except ValueError:
+            pass
+
+
+def sse_body(parts: list[str]) -> str:
+    head = '{"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":'
+    lines = [head + '{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":'
+             '{"name":"write_file","arguments":""}}]},"finish_reason":null}]}']
+    lines += [head + json.dumps({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) +
+              ',"finish_reason":null}]}' for p in parts]
+    lines.append(head + '{},"finish_reason":"tool_calls"}]}')
+    return "".join(f"data: {line}\n\n" for line in lines) + "data: [DONE]\n\n"
+
+
+def read_sse(body: str) -> None:
+    reader = OpenAIStream(max_chars=BIG)
+    out = reader.feed(body)
+    assert len(out) == 1 and out[0].name == "write_file"
+
+
+def verdict(name: str, value: float, aim: str) -> str:
+    """The machine-readable line ``benchmarks/run_all.py`` collects."""
+    op, bound = aim[:2], float(aim[2:])
+    ok = value <= bound if op == "<=" else value >= bound
+    return f"RESULT {name} {value:.2f} aim{aim} {'ok' if ok else 'missed'}"
+
+
+def main() -> None:
+    with mock.patch.object(schema, "MAX_ARGUMENT_BYTES", BIG):
+        one, four = arguments_text(1_000_000), arguments_text(4_000_000)
+        parts1, parts4 = fragments(one), fragments(four)
+        loads1 = best(lambda: json.loads(one))
+        asm1, asm4 = best(lambda: assemble(parts1)), best(lambda: assemble(parts4))
+        collect1 = best(lambda: collect_only(parts1))
+        strict1 = best(lambda: schema.parse_arguments(one))
+        print(f"1 MB arguments, {len(parts1)} fragments of {FRAGMENT} characters")
+        print(f"  json.loads of the whole text       {loads1 * 1e3:8.2f} ms")
+        print(f"  assemble (collect + join + strict) {asm1 * 1e3:8.2f} ms   ratio {asm1 / loads1:5.2f}x  (aim <= 3x)")
+        print(f"    of which collect + join          {collect1 * 1e3:8.2f} ms   ratio {collect1 / loads1:5.2f}x")
+        print(f"    of which parse_arguments          {strict1 * 1e3:8.2f} ms   ratio {strict1 / loads1:5.2f}x")
+        projected = collect1 + best(lambda: strict_parse_without_resize(one))
+        print(f"  projected, if parse_arguments skipped re-serialising text input: {projected * 1e3:6.2f} ms   "
+              f"ratio {projected / loads1:5.2f}x")
+        repeated = best(lambda: assemble(parts1, repeat_ids=True))
+        print(f"  with id and name repeated in every fragment: {repeated * 1e3:6.2f} ms   "
+              f"ratio {repeated / loads1:5.2f}x")
+        print(f"4 MB arguments, {len(parts4)} fragments")
+        print(f"  assemble                           {asm4 * 1e3:8.2f} ms   4 MB / 1 MB = {asm4 / asm1:4.2f}x "
+              f"(aim <= 4.5x)")
+        loads4 = best(lambda: json.loads(four))
+        projected4 = best(lambda: collect_only(parts4)) + best(lambda: strict_parse_without_resize(four))
+        print(f"  for reference, json.loads itself: 4 MB / 1 MB = {loads4 / loads1:4.2f}x")
+        print(f"  projected with the schema change:  4 MB / 1 MB = {projected4 / projected:4.2f}x")
+
+        print("re-parsing the whole buffer at every fragment (what lenient accumulators do):")
+        previous, doublings = None, []
+        for size in (50_000, 100_000, 200_000, 400_000):
+            parts = fragments(arguments_text(size))
+            slow = best(lambda: reparse_every_fragment(parts), repeat=3)
+            ours = best(lambda: assemble(parts), repeat=5)
+            growth = f"   x{slow / previous:4.1f} for 2x the bytes" if previous else ""
+            print(f"  {size // 1000:4d} KB {len(parts):5d} fragments  re-parse {slow * 1e3:9.1f} ms   "
+                  f"assemble {ours * 1e3:6.2f} ms   ({slow / ours:6.0f}x slower){growth}")
+            if previous:
+                doublings.append(slow / previous)
+            previous = slow
+
+        body1, body4 = sse_body(parts1), sse_body(parts4)
+        sse1, sse4 = best(lambda: read_sse(body1), repeat=5), best(lambda: read_sse(body4), repeat=3)
+        print(f"through the OpenAI SSE reader ({len(body1) / 1e6:.1f} MB of events for 1 MB of arguments):")
+        print(f"  1 MB {sse1 * 1e3:8.2f} ms   ratio to json.loads {sse1 / loads1:5.1f}x   "
+              f"(each of the 10,000 events is its own JSON document)")
+        print(f"  4 MB {sse4 * 1e3:8.2f} ms   4 MB / 1 MB = {sse4 / sse1:4.2f}x")
+        print(verdict("streaming_1mb_vs_json_loads", asm1 / loads1, "<=3"))
+        print(verdict("streaming_4mb_vs_1mb", asm4 / asm1, "<=4.5"))
+        print(verdict("streaming_1mb_vs_json_loads_with_schema_change", projected / loads1, "<=3"))
+        print(verdict("streaming_4mb_vs_1mb_with_schema_change", projected4 / projected, "<=4.5"))
+        print(verdict("streaming_reparse_growth_per_doubling", min(doublings), ">=3"))
+
+
+if __name__ == "__main__":
+    main()
