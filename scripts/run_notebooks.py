@@ -1,0 +1,195 @@
+"""Execute notebooks in place, so that what they store is exactly what a fresh run prints.
+
+    python scripts/run_notebooks.py                       # every notebook in notebooks/ and solutions/
+    python scripts/run_notebooks.py notebooks/02_*.ipynb  # just these
+
+Each notebook runs top to bottom in a fresh ``python3`` kernel of *this* interpreter
+(whatever kernelspecs the machine has), with its own folder as the working directory
+and a timeout per cell. The stored result is made deterministic, so re-running an
+unchanged notebook gives a byte-identical file and a clean ``git diff``:
+
+* execution counts run 1, 2, 3, ... (a fresh kernel, cells in order);
+* no timing metadata (nbclient's per-cell timestamps are not recorded);
+* no widget state and no widget views (their model ids are random on every run); the
+  plain-text form of a widget is kept, and a live kernel redraws the widget anyway;
+* adjacent pieces of the same stream are joined (how print output is split into
+  messages depends on timing);
+* the kernel's Python patch version is dropped from the notebook metadata;
+* cell ids are derived from each cell's own content, so converting the same source again
+  (jupytext makes new random ids every time) changes nothing.
+
+A notebook with an error in any cell is not written, and the script exits with 1.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDERS = ("notebooks", "solutions")
+KERNEL_NAME = "python3"
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": KERNEL_NAME}
+CELL_TIMEOUT = 120  # seconds; the same as pytest's --nbval-cell-timeout
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def _kernel_manager_class() -> type:
+    """An AsyncKernelManager whose ``python3`` is always this interpreter's ipykernel.
+
+    A user- or system-wide ``python3`` kernelspec may point at another Python;
+    nbval's ``--nbval-current-env`` avoids it the same way.
+    """
+    import ipykernel.kernelspec
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class CurrentEnvSpecs(KernelSpecManager):
+        def get_kernel_spec(self, kernel_name: str) -> Any:
+            if kernel_name == KERNEL_NAME:
+                return self.kernel_spec_class(resource_dir=ipykernel.kernelspec.RESOURCES,
+                                              **ipykernel.kernelspec.get_kernel_dict())
+            return super().get_kernel_spec(kernel_name)
+
+    class CurrentEnvKernelManager(AsyncKernelManager):
+        @default("kernel_spec_manager")
+        def _current_env_specs(self) -> KernelSpecManager:
+            return CurrentEnvSpecs(data_dir=self.data_dir)
+
+    return CurrentEnvKernelManager
+
+
+def execute(nb: Any, cwd: Path, allow_errors: bool = False, timeout: int = CELL_TIMEOUT) -> Any:
+    """Run every cell of ``nb`` (changed in place and returned) in a fresh kernel started in ``cwd``.
+
+    With ``allow_errors=False`` the first failing cell raises ``nbclient.exceptions.CellExecutionError``.
+    With ``allow_errors=True`` every cell runs and failures are stored as ``error`` outputs.
+    """
+    from nbclient import NotebookClient
+
+    client = NotebookClient(nb, timeout=timeout, kernel_name=KERNEL_NAME, allow_errors=allow_errors,
+                            record_timing=False, store_widget_state=False,
+                            kernel_manager_class=_kernel_manager_class(),
+                            resources={"metadata": {"path": str(cwd)}})
+    client.execute()
+    return nb
+
+
+def normalize(nb: Any) -> Any:
+    """Remove everything that changes from run to run (see the module docstring); returns ``nb``."""
+    nb.metadata.pop("widgets", None)
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    if "language_info" in nb.metadata:
+        nb.metadata["language_info"].pop("version", None)
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        if cell.cell_type == "code":
+            cell.outputs = _normalize_outputs(cell.outputs)
+    stable_ids(nb)
+    return nb
+
+
+def stable_ids(nb: Any) -> Any:
+    """Give every cell an id made from its type and source (unique within the notebook); returns ``nb``."""
+    if (nb.nbformat, nb.nbformat_minor) < (4, 5):
+        return nb
+    seen: set[str] = set()
+    for cell in nb.cells:
+        digest = hashlib.sha256(f"{cell.cell_type}\n{cell.source}".encode("utf-8")).hexdigest()
+        cell_id, n = digest[:8], 0
+        while cell_id in seen:  # two cells with the same content
+            n += 1
+            cell_id = hashlib.sha256(f"{digest}{n}".encode("utf-8")).hexdigest()[:8]
+        seen.add(cell_id)
+        cell.id = cell_id
+    return nb
+
+
+def _normalize_outputs(outputs: list) -> list:
+    kept: list = []
+    for output in outputs:
+        output.pop("transient", None)
+        if output.output_type in ("display_data", "execute_result"):
+            output.data.pop(WIDGET_VIEW, None)
+            output.metadata.pop(WIDGET_VIEW, None)
+            if not output.data:
+                continue
+        if (output.output_type == "stream" and kept and kept[-1].output_type == "stream"
+                and kept[-1].name == output.name):
+            kept[-1].text += output.text
+            continue
+        kept.append(output)
+    return kept
+
+
+def text_of(nb: Any) -> str:
+    """The exact file content ``nbformat.write`` produces for ``nb`` (sorted keys, one-space indent)."""
+    import nbformat
+
+    text = nbformat.writes(nb)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def run_one(path: Path, timeout: int = CELL_TIMEOUT) -> bool:
+    """Execute one notebook and store its outputs; False (and nothing written) if a cell failed."""
+    import nbformat
+    from nbclient.exceptions import CellExecutionError
+
+    nb = nbformat.read(path, as_version=4)
+    started = time.perf_counter()
+    try:
+        execute(nb, path.parent, timeout=timeout)
+    except CellExecutionError as exc:
+        print(f"FAILED {_show(path)}: a cell raised an error; nothing written\n{exc}", file=sys.stderr)
+        return False
+    normalize(nb)
+    nbformat.validate(nb)
+    new = text_of(nb)
+    changed = not path.exists() or path.read_text(encoding="utf-8") != new
+    if changed:
+        with open(path, "w", encoding="utf-8", newline="\n") as f:
+            nbformat.write(nb, f)
+    cells = sum(1 for c in nb.cells if c.cell_type == "code")
+    print(f"ok     {_show(path)}: {cells} code cells, {time.perf_counter() - started:.1f} s,"
+          f" {'updated' if changed else 'unchanged'}")
+    return True
+
+
+def _show(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return path.name
+
+
+def default_notebooks(root: Path = ROOT) -> list[Path]:
+    """Every committed notebook that stores outputs: notebooks/*.ipynb and solutions/*.ipynb."""
+    return sorted(p for folder in FOLDERS for p in (root / folder).glob("*.ipynb"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", type=Path, help="notebooks to run (default: all)")
+    parser.add_argument("--timeout", type=int, default=CELL_TIMEOUT, help="seconds allowed per cell")
+    args = parser.parse_args(argv)
+    paths = args.notebooks or default_notebooks()
+    missing = [p for p in paths if not p.is_file()]
+    if missing:
+        print("no such notebook: " + ", ".join(map(str, missing)), file=sys.stderr)
+        return 2
+    if not paths:
+        print("no notebooks found in " + " or ".join(FOLDERS))
+        return 0
+    failed = [p for p in paths if not run_one(p, args.timeout)]
+    if failed:
+        print(f"{len(failed)} of {len(paths)} notebooks failed: " + ", ".join(map(_show, failed)), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
