@@ -1,0 +1,121 @@
+"""A live view of the retry controller: move beta, n_max and d0, pick a jitter, watch the delay plan.
+
+Every line the panel shows comes from ``toolkit.backoff.walk``: the same pure
+``step`` the host runs, applied from ``(n=0, d=d0)`` until the controller
+escalates. Nothing here recomputes the rule its own way; the closed form of the
+total wait is evaluated separately, as a check the student can read beside it.
+"""
+from __future__ import annotations
+
+import html
+
+from ..backoff import Jitter, Policy, walk
+
+BAR_WIDTH = 24   # characters of the longest bar in the text view
+
+
+def _seconds(x: float) -> str:
+    """1 -> '1s', 1.5159 -> '1.52s' (display only)."""
+    return f"{round(x, 2):g}s"
+
+
+def plan_rows(policy: Policy, seed: int = 0) -> list[dict]:
+    """One row per granted retry: its number, the planned delay ``d``, the wait drawn, and the state after.
+
+    ``d`` of retry ``k`` is the delay of the state it was granted from (capped
+    by ``d_max``); without jitter the wait equals it.
+    """
+    rows, state = [], policy.start()
+    for decision in walk(policy, seed=seed):
+        if not decision.retry:
+            break
+        planned = state.d if policy.d_max is None else min(policy.d_max, state.d)
+        rows.append({"retry": decision.state.n, "d": planned, "wait": decision.wait,
+                     "after": str(decision.state)})
+        state = decision.state
+    return rows
+
+
+def plan_text(policy: Policy, seed: int = 0) -> str:
+    """What the panel shows for one policy: the plan, the escalation point, and the total wait."""
+    decisions = walk(policy, seed=seed)
+    rows, last = plan_rows(policy, seed), decisions[-1]
+    jitter = policy.jitter.value + ("" if policy.jitter is Jitter.NONE else f", seed {seed}")
+    head = (f"policy: d0={policy.d0:g}s, beta={policy.beta:g}, n_max={policy.n_max}"
+            + (f", d_max={policy.d_max:g}s" if policy.d_max is not None else "") + f", jitter={jitter}")
+    lines = [head]
+    if rows:
+        longest = max(r["wait"] for r in rows) or 1.0
+        lines.append(f"{'retry':>5}  {'d':>7}  {'wait':>8}  {'state after':<14} wait")
+        for r in rows:
+            bar = "#" * max(1, round(BAR_WIDTH * r["wait"] / longest))
+            lines.append(f"{r['retry']:>5}  {_seconds(r['d']):>7}  {_seconds(r['wait']):>8}  "
+                         f"{r['after']:<14} {bar}")
+        lines.append(f"the failure after retry {len(rows)} escalates: {last.reason}")
+    else:
+        lines.append(f"no retry is allowed: the first failure escalates ({last.reason})")
+    waited = sum(r["wait"] for r in rows)
+    planned = sum(r["d"] for r in rows)
+    closed = ""
+    if policy.d_max is None and rows:
+        value = policy.d0 * (policy.beta ** len(rows) - 1) / (policy.beta - 1)
+        closed = f"; closed form d0(beta^n - 1)/(beta - 1) at n = {len(rows)} gives {_seconds(value)}"
+    if policy.jitter is Jitter.NONE:
+        lines.append(f"total wait before escalating: {_seconds(waited)}{closed}")
+    else:
+        lines.append(f"total wait before escalating: {_seconds(waited)} (drawn by {policy.jitter.value} jitter)")
+        lines.append(f"the plan d without jitter sums to {_seconds(planned)}{closed}")
+    if policy.jitter is Jitter.DECORRELATED:
+        lines.append("decorrelated jitter draws U(d0, 3 x previous wait), capped by d_max: it does not follow d")
+    return "\n".join(lines)
+
+
+class BackoffPanel:
+    """Sliders for beta, n_max and d0 and a jitter dropdown over the controller's plan.
+
+    Drive it from Python with ``.set(beta=..., n_max=..., d0=..., jitter=...)``
+    and read ``.text()``; a slider moved by hand updates the same text.
+    """
+
+    def __init__(self, beta: float = 2.0, n_max: int = 4, d0: float = 1.0, jitter: str = "none",
+                 seed: int = 0, d_max: float | None = None):
+        import ipywidgets as w
+
+        self.seed, self.d_max = seed, d_max
+        style = {"description_width": "initial"}
+        self.beta = w.FloatSlider(value=beta, min=1.25, max=4.0, step=0.25, description="β (growth)", style=style)
+        self.n_max = w.IntSlider(value=n_max, min=0, max=8, step=1, description="n_max (retries)", style=style)
+        self.d0 = w.FloatSlider(value=d0, min=0.25, max=4.0, step=0.25, description="d0 (first delay, s)",
+                                style=style)
+        self.jitter = w.Dropdown(options=[j.value for j in Jitter], value=Jitter(jitter).value,
+                                 description="jitter", style=style)
+        self.view = w.HTML()
+        for control in (self.beta, self.n_max, self.d0, self.jitter):
+            control.observe(self._update, names="value")
+        self.widget = w.VBox([w.HBox([self.beta, self.n_max]), w.HBox([self.d0, self.jitter]), self.view])
+        self._update()
+
+    @property
+    def policy(self) -> Policy:
+        return Policy(d0=self.d0.value, beta=self.beta.value, n_max=self.n_max.value, d_max=self.d_max,
+                      jitter=Jitter(self.jitter.value))
+
+    def set(self, beta: float | None = None, n_max: int | None = None, d0: float | None = None,
+            jitter: str | None = None) -> str:
+        """Move any of the controls, as a student would, and return what is shown."""
+        for control, value in ((self.beta, beta), (self.n_max, n_max), (self.d0, d0), (self.jitter, jitter)):
+            if value is not None:
+                control.value = Jitter(value).value if control is self.jitter else value
+        return self.text()
+
+    def text(self) -> str:
+        return self._text
+
+    def _update(self, _change: object = None) -> None:
+        self._text = plan_text(self.policy, self.seed)
+        self.view.value = f"<pre>{html.escape(self._text)}</pre>"
+
+    def _ipython_display_(self) -> None:  # pragma: no cover - display only
+        from IPython.display import display
+
+        display(self.widget)
