@@ -64,3 +64,14 @@ def test_loop_is_bounded():
     forever = tk.ScriptedPolicy([lambda s: tk.request("nope", {})] * 1000)
     state = tk.evaluate(tk.State("t"), forever, host, max_steps=5)
     assert len(state.observations) == 5 and not state.done
+
+
+def test_same_key_with_different_arguments_is_a_conflict_not_a_replay():
+    host, books = setup()
+    first = tk.request("create_invoice", ARGS, call_id="a", idempotency_key="k1")
+    changed = tk.request("create_invoice", {**ARGS, "amount": 999}, call_id="b", idempotency_key="k1")
+    state = tk.evaluate(tk.State("t"), tk.ScriptedPolicy([first, changed]), host, tk.MemoryLedger())
+    second = state.observations[1].result
+    assert len(books.invoices) == 1
+    assert second.call_id == "b" and second.status is tk.Status.REJECTED
+    assert second.errors[0].code == "idempotency_conflict"

@@ -13,7 +13,7 @@ from .contracts import Condition, Contract, Retry
 from .errors import ToolError
 from .host import Attempt, Host, Tool, rejection
 from .interpreter import ScriptedPolicy, State, contract_allows, evaluate, invoke_with_ledger
-from .ledger import MemoryLedger, invoke
+from .ledger import Answer, Ledger, LedgerStatus, MemoryLedger, SqliteLedger, invoke
 from .legality import Caller, Outcome, Test, Verdict, check, legal
 from .outcomes import FailureClass, Status, ToolFailure, ToolResult
 from .read_file import make_read_file
@@ -24,8 +24,8 @@ from .workspace import PathRefused, Workspace
 __version__ = "0.1.0"
 
 __all__ = [
-    "Attempt", "CallIds", "Caller", "Choice", "Condition", "Contract", "FailureClass", "Host", "MemoryLedger",
-    "Option", "Outcome", "PathRefused", "Retry", "ScriptedPolicy", "State", "Status", "Test", "Tool", "ToolCall", "ToolError",
+    "Answer", "Attempt", "CallIds", "Caller", "Choice", "Condition", "Contract", "FailureClass", "Host", "Ledger", "LedgerStatus", "MemoryLedger",
+    "Option", "Outcome", "PathRefused", "Retry", "ScriptedPolicy", "SqliteLedger", "State", "Status", "Test", "Tool", "ToolCall", "ToolError",
     "ToolFailure", "ToolResult", "Verdict", "Workspace", "check", "choose", "contract_allows", "evaluate", "expected_value",
     "governed_score", "invoke", "invoke_with_ledger", "legal", "make_read_file", "redact", "request",
 ]

@@ -45,6 +45,13 @@ CODES: dict[str, str] = {
     "duplicate_result": "execution",
     "orphan_result": "execution",
     "module_not_found": "business",
+    "invalid_key": "schema",
+    "not_serializable": "schema",
+    "idempotency_conflict": "business",
+    "in_progress": "execution",
+    "outcome_unknown": "execution",
+    "busy": "execution",
+    "not_applied": "execution",
 }
 
 

@@ -91,13 +91,17 @@ def invoke_with_ledger(host: Host, proposal: ToolCall, ledger: Any = None,
     """Run an allowed proposal; effects that are not plainly safe to repeat go through the ledger.
 
     The ledger key is the call's idempotency key. A call without one is keyed by
-    its call id, so a retry that drops the key is, visibly, a new proposal.
+    its call id, so a retry that drops the key is, visibly, a new proposal. The
+    same key with different arguments is refused as a conflict, not replayed.
     """
     contract = host.contract(proposal.name)
     if ledger is None or contract is None or contract.retry is Retry.SAFE:
         return host.execute(proposal, verdict)
     key = proposal.idempotency_key or proposal.call_id
-    return ledger.invoke(key, lambda _: host.execute(proposal, verdict), proposal.arguments)
+    arguments = verdict.arguments if verdict is not None and verdict.arguments is not None else proposal.arguments
+    answer = ledger.call(key, lambda _: host.execute(proposal, verdict), arguments,
+                         tool=proposal.name, principal=host.caller.name)
+    return answer.to_result(proposal.call_id)   # replayed or refused, the result answers *this* call id
 
 
 def evaluate(state: State, policy: Policy, host: Host, ledger: Any = None, max_steps: int = 50) -> State:

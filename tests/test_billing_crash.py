@@ -1,0 +1,167 @@
+"""The billing service as its own process, and the duplicate-invoice trace with a process that really dies."""
+import http.client
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from toolkit import billing
+from toolkit.crash import CRASH_POINTS, KEY, MODES, ORDER, crash_matrix, matrix_table, run_scenario
+from toolkit.outcomes import Status, ToolFailure
+
+#: The chapter's five lines, as written there.
+SEED_TRACE = [
+    "t0  agent sends create_invoice(order-431, key=invoice:order-431:v1)",
+    "t1  billing service creates invoice INV-9",
+    "t2  process crashes before local ledger records the key",
+    "t3  agent retries without an external idempotency guarantee",
+    "t4  billing service creates INV-10 for the same order",
+]
+
+
+# --------------------------------------------------------------------------- the trace
+
+def test_naive_run_reproduces_the_seed_trace():
+    outcome = run_scenario("naive", "after_effect_before_ledger")
+    assert outcome["crashed"], "the first agent process must really die"
+    assert outcome["trace"] == SEED_TRACE
+    assert outcome["invoice_count"] == 2
+    assert outcome["invoices"] == ["INV-9 order-431", "INV-10 order-431"]
+    assert outcome["after_crash"] == {"invoices": ["INV-9 order-431"], "ledger": []}, \
+        "at t2 the invoice exists and the local ledger has no entry: that gap is the duplicate"
+
+
+def test_atomic_crash_rolls_back_invoice_and_ledger_together():
+    outcome = run_scenario("atomic", "after_effect_before_ledger")
+    assert outcome["crashed"]
+    assert outcome["after_crash"] == {"invoices": [], "ledger": []}, "the uncommitted invoice must vanish"
+    assert outcome["invoices"] == ["INV-9 order-431"]
+    assert outcome["ledger"] == [f"{KEY} done INV-9"]
+    assert "rolls back" in outcome["trace"][2]
+
+
+def test_keyed_billing_returns_inv9_on_retry_and_settles_the_pending_entry():
+    outcome = run_scenario("keyed", "after_effect_before_ledger")
+    assert outcome["after_crash"]["ledger"] == [f"{KEY} pending"], "the crash must leave a visible pending entry"
+    assert outcome["trace"][-1] == "t4  billing service recognizes the key and returns INV-9"
+    assert outcome["invoices"] == ["INV-9 order-431"]
+    assert outcome["ledger"] == [f"{KEY} done INV-9"]
+
+
+def test_crash_matrix_duplicates_only_where_the_chapter_says():
+    rows = crash_matrix()
+    table = {row["crash_at"]: row for row in rows}
+    assert list(table) == list(CRASH_POINTS)
+    for point, row in table.items():
+        for mode in MODES:
+            expected = 2 if (mode, point) == ("naive", "after_effect_before_ledger") else 1
+            assert row[mode] == expected, f"{mode} with a crash at {point}: {row[mode]} invoices, expected {expected}"
+    text = matrix_table(rows)
+    assert text.splitlines()[0].split() == ["crash", "point", "naive", "atomic", "keyed"]
+
+
+def test_no_crash_retry_is_answered_by_the_ledger():
+    outcome = run_scenario("naive", "none")
+    assert not outcome["crashed"]
+    assert outcome["trace"][-1] == "t3  local ledger replays INV-9; billing is not called"
+
+
+def test_results_carry_no_machine_paths():
+    outcome = run_scenario("keyed", "before_send")
+    text = json.dumps(outcome)
+    assert tempfile.gettempdir() not in text and "/" not in text
+
+
+def test_unknown_mode_or_point_is_refused():
+    with pytest.raises(ValueError, match="mode"):
+        run_scenario("optimistic")
+    with pytest.raises(ValueError, match="crash_at"):
+        run_scenario("naive", "t7")
+
+
+# --------------------------------------------------------------------------- the billing service
+
+GOOD = dict(ORDER)
+
+
+def test_billing_numbers_and_honours_keys(tmp_path):
+    plain = billing.Billing(tmp_path / "plain.db")
+    assert [plain.create_invoice(GOOD)[1]["invoice_id"] for _ in range(2)] == ["INV-9", "INV-10"]
+    keyed = billing.Billing(tmp_path / "keyed.db", honour_keys=True)
+    first, again = keyed.create_invoice(GOOD), keyed.create_invoice(json.dumps(GOOD))
+    assert (first[0], first[1]["invoice_id"]) == (201, "INV-9")
+    assert (again[0], again[1]["invoice_id"], again[1]["replayed"]) == (200, "INV-9", True)
+    status, body = keyed.create_invoice({**GOOD, "amount": 5})
+    assert status == 409 and body["errors"][0]["code"] == "idempotency_conflict"
+    assert len(keyed.invoices()) == 1 and keyed.find(KEY)["invoice_id"] == "INV-9" and keyed.find("nope") is None
+
+
+@pytest.mark.parametrize("raw, code, pointer", [
+    ("{", "invalid_json", "$"),
+    ('{"a": 1, "a": 2}', "invalid_json", "$"),
+    ("[1]", "not_an_object", "$"),
+    ({**GOOD, "amount": "120"}, "wrong_type", "$.amount"),
+    ({**GOOD, "amount": 0}, "range", "$.amount"),
+    ({**GOOD, "order_id": "order-431\n"}, "pattern", "$.order_id"),
+    ({k: v for k, v in GOOD.items() if k != "currency"}, "missing_required", "$.currency"),
+])
+def test_billing_refuses_bad_requests_and_creates_nothing(tmp_path, raw, code, pointer):
+    service = billing.Billing(tmp_path / "b.db")
+    status, body = service.create_invoice(raw)
+    assert status == 400
+    assert (body["errors"][0]["code"], body["errors"][0]["pointer"]) == (code, pointer)
+    assert service.invoices() == []
+
+
+def test_billing_over_http_in_its_own_process(tmp_path):
+    with billing.start(tmp_path / "b.db", honour_keys=True) as service:
+        client = billing.BillingClient(service.port)
+        assert client.create_invoice(GOOD)["invoice_id"] == "INV-9"
+        assert client.create_invoice(GOOD)["replayed"] is True
+        with pytest.raises(ToolFailure) as refused:
+            client.create_invoice({**GOOD, "order_id": "order-432"})
+        assert refused.value.status is Status.REJECTED and refused.value.reason == "idempotency_conflict"
+        assert client.find(KEY)["invoice_id"] == "INV-9" and client.find("missing") is None
+        assert [i["invoice_id"] for i in client.invoices()] == ["INV-9"]
+        connection = http.client.HTTPConnection("127.0.0.1", service.port, timeout=5)
+        connection.request("POST", "/invoices", body=b"x" * (billing.MAX_BODY + 1))
+        assert connection.getresponse().status == 413
+        connection.close()
+        cut = socket.create_connection(("127.0.0.1", service.port), timeout=5)
+        cut.sendall(b"POST /invoices HTTP/1.0\r\nContent-Length: 100\r\n\r\n{\"order_id\"")
+        cut.shutdown(socket.SHUT_WR)                       # the stream is cut mid-body
+        assert cut.recv(4096).split(b" ")[1] == b"400"
+        cut.close()
+        assert [i["invoice_id"] for i in client.invoices()] == ["INV-9"], "a cut request creates nothing"
+        connection = http.client.HTTPConnection("127.0.0.1", service.port, timeout=5)
+        connection.request("GET", "/admin")
+        response = connection.getresponse()
+        assert response.status == 404 and json.loads(response.read())["errors"][0]["code"] == "not_found"
+        connection.close()
+    assert service.process.exitcode is not None, "stop() must end the service process"
+    with pytest.raises(ToolFailure) as down:
+        billing.BillingClient(service.port, timeout=1).create_invoice(GOOD)
+    assert down.value.status is Status.RECOVERABLE_FAILURE, "nothing was sent, so a retry is safe"
+
+
+def test_command_line_service_binds_loopback(tmp_path):
+    """The service runs as a plain separate program (requests here avoid the schema check's slow first import)."""
+    process = subprocess.Popen([sys.executable, "-m", "toolkit.billing", "serve", "--db", str(tmp_path / "b.db"),
+                                "--port", "0"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline().strip()
+        assert line.startswith("billing listening on 127.0.0.1:")
+        client = billing.BillingClient(int(line.rsplit(":", 1)[1]))
+        assert client.invoices() == []
+        connection = http.client.HTTPConnection("127.0.0.1", client.port, timeout=5)
+        connection.request("POST", "/invoices", body=b"{", headers={"Content-Length": "1"})
+        body = json.loads(connection.getresponse().read())
+        connection.close()
+        assert body["errors"][0]["code"] == "invalid_json" and client.invoices() == []
+    finally:
+        process.terminate()
+        process.wait(5)
+        process.stdout.close()
