@@ -142,7 +142,9 @@ class Report:
         if not self.code_errors:
             return self.call_verdict
         pre = self.call_verdict.pre
-        merged = Test("Pre", Outcome.FAIL, pre.errors + self.code_errors)
+        seen = {e.line() for e in pre.errors}
+        extra = tuple(e for e in self.code_errors if e.line() not in seen)   # one line per unexported name
+        merged = Test("Pre", Outcome.FAIL, pre.errors + extra)
         v = self.call_verdict
         return Verdict(v.call, v.schema_ok, v.auth_ok, merged, v.arguments)
 

@@ -1,0 +1,214 @@
+"""pyproject.toml is the single source of dependencies, and notebooks run in this environment.
+
+* environment.yml (conda / Binder) lists exactly pyproject's runtime and test dependencies,
+  with the same lower bounds and the same Python, and installs this checkout with pip;
+* the environment running the tests satisfies every declared lower bound;
+* pytest is configured for strict nbval in this interpreter's kernel;
+* a notebook executed here (by nbval's kernel and by scripts/run_notebooks.py) runs this
+  interpreter and imports this checkout's toolkit.
+"""
+from __future__ import annotations
+
+import importlib.util
+import re
+import shlex
+import sys
+import tomllib
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+import toolkit
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+# pip name -> conda-forge name, where they differ (none do today).
+CONDA_NAMES: dict[str, str] = {}
+
+
+# ------------------------------------------------------------------ a reader for environment.yml
+def read_simple_yaml(text: str) -> dict:
+    """Read the small YAML subset environment.yml uses: nested mappings and lists of plain scalars.
+
+    Comments and blank lines are ignored; anything else (flow style, anchors, multi-line
+    strings, quotes) raises ValueError, so the file stays simple enough to check without PyYAML.
+    """
+    lines = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        content = re.sub(r"(^|\s)#.*$", "", raw).rstrip()
+        if content.strip():
+            if any(ch in content for ch in "{}[]&*\"'\t") or re.search(r"(^|[:-])\s*[|>][-+]?\d*$", content):
+                raise ValueError(f"line {number}: unsupported YAML: {raw.strip()}")
+            lines.append((number, len(content) - len(content.lstrip(" ")), content.strip()))
+    value, rest = _block(lines, 0)
+    if rest:
+        raise ValueError(f"line {rest[0][0]}: unexpected indentation")
+    return value
+
+
+def _block(lines: list, start: int) -> tuple:
+    """Parse the block beginning at lines[start]; return (value, lines after the block)."""
+    if not lines:
+        raise ValueError("empty block")
+    indent = lines[0][1]
+    is_list = lines[0][2].startswith("- ") or lines[0][2] == "-"
+    result: list | dict = [] if is_list else {}
+    while lines and lines[0][1] == indent:
+        number, _, content = lines[0]
+        if is_list != (content.startswith("- ") or content == "-"):
+            raise ValueError(f"line {number}: mixes list items and keys")
+        if is_list:
+            item = content[2:].strip()
+            if item.endswith(":") and " " not in item[:-1]:
+                # "- pip:" opens a one-key mapping whose value is the deeper block
+                value, lines = _block(lines[1:], 0) if len(lines) > 1 and lines[1][1] > indent else (None, lines[1:])
+                result.append({item[:-1]: value})
+            else:
+                result.append(item)
+                lines = lines[1:]
+        else:
+            key, sep, item = content.partition(":")
+            if not sep or not key or " " in key:
+                raise ValueError(f"line {number}: expected 'key: value', got {content!r}")
+            if item.strip():
+                result[key] = item.strip()
+                lines = lines[1:]
+            elif len(lines) > 1 and lines[1][1] > indent:
+                result[key], lines = _block(lines[1:], 0)
+            else:
+                result[key] = None
+                lines = lines[1:]
+    if lines and lines[0][1] > indent:
+        raise ValueError(f"line {lines[0][0]}: unexpected indentation")
+    return result, lines
+
+
+# ------------------------------------------------------------------ the two dependency lists
+def lower_bounds(requirements: list[str]) -> dict[str, str]:
+    """name -> lower bound for requirements written as ``name>=X`` (the project's only allowed form)."""
+    bounds = {}
+    for text in requirements:
+        req = Requirement(text)
+        specs = list(req.specifier)
+        assert len(specs) == 1 and specs[0].operator == ">=", f"{text!r}: declare exactly one lower bound (>=)"
+        assert not req.marker and not req.extras, f"{text!r}: keep requirements plain"
+        bounds[req.name.lower()] = specs[0].version
+    return bounds
+
+
+def pyproject_bounds() -> dict[str, str]:
+    project = PYPROJECT["project"]
+    runtime = lower_bounds(project["dependencies"])
+    test = lower_bounds(project["optional-dependencies"]["test"])
+    assert not runtime.keys() & test.keys(), "a dependency is listed both as runtime and as test"
+    return {CONDA_NAMES.get(name, name): bound for name, bound in {**runtime, **test}.items()}
+
+
+def environment() -> dict:
+    return read_simple_yaml((ROOT / "environment.yml").read_text(encoding="utf-8"))
+
+
+def conda_bounds(dependencies: list) -> dict[str, str]:
+    bounds = {}
+    for item in dependencies:
+        if isinstance(item, dict) or item == "pip":
+            continue
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*>=\s*([0-9][0-9A-Za-z.]*)", item)
+        assert match, f"environment.yml: {item!r} should read 'name>=version'"
+        bounds[match.group(1).lower()] = match.group(2)
+    return bounds
+
+
+def test_reader_handles_the_subset_and_refuses_the_rest():
+    text = "name: x  # a comment\nchannels:\n  - conda-forge\ndependencies:\n  - python>=3.11\n" \
+           "  - pip\n  - pip:\n      - -e .\n"
+    assert read_simple_yaml(text) == {"name": "x", "channels": ["conda-forge"],
+                                      "dependencies": ["python>=3.11", "pip", {"pip": ["-e ."]}]}
+    for bad in ("deps: [a, b]\n", "a:\n  - x\n    - y\n", "a: 'quoted'\n", "a:\n  - x\n  b: y\n", "a: |\n  text\n"):
+        with pytest.raises(ValueError):
+            read_simple_yaml(bad)
+
+
+def test_environment_yml_has_the_same_dependencies_and_bounds():
+    env = environment()
+    assert env["channels"] == ["conda-forge"]
+    declared = conda_bounds(env["dependencies"])
+    python = declared.pop("python")
+    assert f">={python}" == PYPROJECT["project"]["requires-python"]
+    assert declared == pyproject_bounds()
+
+
+def test_environment_yml_installs_this_checkout():
+    pip_sections = [item["pip"] for item in environment()["dependencies"] if isinstance(item, dict)]
+    assert "pip" in environment()["dependencies"], "conda needs pip itself to run the pip section"
+    assert pip_sections == [["-e ."]], "the pip section installs the course package, editable, and nothing else"
+
+
+def test_installed_versions_meet_the_declared_lower_bounds():
+    too_old, missing = [], []
+    for name, bound in pyproject_bounds().items():
+        try:
+            installed = version(name)
+        except PackageNotFoundError:
+            missing.append(name)
+            continue
+        if Version(installed) < Version(bound):
+            too_old.append(f"{name} {installed} < {bound}")
+    assert missing == [] and too_old == [], f"missing: {missing}; older than declared: {too_old}"
+
+
+def test_pytest_runs_notebooks_strictly_in_this_interpreter():
+    options = PYPROJECT["tool"]["pytest"]["ini_options"]
+    addopts = shlex.split(options["addopts"])
+    assert "--nbval" in addopts and "--nbval-lax" not in addopts
+    assert "--nbval-current-env" in addopts
+    sanitizer = addopts[addopts.index("--nbval-sanitize-with") + 1]
+    assert (ROOT / sanitizer).is_file()
+    assert any(a.startswith("--nbval-cell-timeout=") for a in addopts)
+    assert set(options["testpaths"]) == {"tests", "notebooks", "solutions"}
+
+
+# ------------------------------------------------------------------ the kernel notebooks get
+PROBE = "import sys, toolkit\nprint(sys.prefix)\nprint(sys.executable)\nprint(toolkit.__file__)"
+
+
+def expected_probe() -> list[str]:
+    return [sys.prefix, sys.executable, toolkit.__file__]
+
+
+def test_this_toolkit_is_the_checkout_under_test():
+    assert Path(toolkit.__file__).resolve().parent == ROOT / "toolkit"
+
+
+def test_nbval_kernel_is_this_interpreter_and_toolkit(tmp_path):
+    from nbval.kernel import CURRENT_ENV_KERNEL_NAME, RunningKernel
+
+    # cwd outside the checkout, like notebooks/: the toolkit must come from the installed package
+    kernel = RunningKernel(CURRENT_ENV_KERNEL_NAME, cwd=str(tmp_path), startup_timeout=120)
+    try:
+        msg_id = kernel.execute_cell_input(PROBE, allow_stdin=False)
+        text = ""
+        while True:  # collect this cell's stdout until the kernel reports idle for it
+            msg = kernel.get_message(stream="iopub", timeout=60)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "stream":
+                text += msg["content"]["text"]
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                break
+    finally:
+        kernel.stop()
+    assert text.splitlines() == expected_probe()
+
+
+def test_run_notebooks_kernel_is_this_interpreter_and_toolkit(tmp_path):
+    spec = importlib.util.spec_from_file_location("_run_notebooks", ROOT / "scripts" / "run_notebooks.py")
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    nb = runner.execute(new_notebook(cells=[new_code_cell(PROBE)]), tmp_path)
+    assert "".join(o.text for o in nb.cells[0].outputs if o.output_type == "stream").splitlines() \
+        == expected_probe()

@@ -1,0 +1,111 @@
+"""``import toolkit`` stays light, and presentation code stays in toolkit/present/.
+
+Students import the toolkit in every chapter and read its modules; the concept modules
+must not drag in plotting, widgets, formula rendering or notebook machinery. Only
+``toolkit/present/`` may import sympy, matplotlib, ipywidgets (and IPython, nbformat).
+"""
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "toolkit"
+PRESENTATION = ("sympy", "matplotlib", "ipywidgets", "IPython", "nbformat", "toolkit.present")
+# jsonschema's optional format checkers: `import jsonschema` loads them all when installed
+# (rfc3987_syntax alone builds a grammar for about a second), so `import toolkit` must not.
+FORMAT_EXTRAS = ("rfc3987_syntax", "rfc3339_validator", "rfc3986_validator", "webcolors", "fqdn",
+                 "isoduration", "uri_template", "jsonpointer", "lark")
+HEAVY = ("numpy",)
+
+
+def loaded_after(statement: str) -> set[str]:
+    """Top-level and dotted module names present in sys.modules after ``statement`` in a fresh interpreter."""
+    code = f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def clashes(modules: set[str], forbidden: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == f or m.startswith(f + ".") for f in forbidden))
+
+
+def concept_modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "present" not in p.relative_to(PACKAGE).parts)
+
+
+def test_import_toolkit_loads_no_presentation_or_format_extras():
+    modules = loaded_after("import toolkit")
+    assert "toolkit" in modules
+    assert clashes(modules, PRESENTATION + FORMAT_EXTRAS + HEAVY) == []
+
+
+def test_every_concept_module_imports_without_presentation():
+    names = ["toolkit." + ".".join(p.relative_to(PACKAGE).with_suffix("").parts) for p in concept_modules()]
+    names = [n.removesuffix(".__init__") for n in names]
+    modules = loaded_after("\n".join(f"import {n}" for n in names))
+    assert set(names) <= modules
+    assert clashes(modules, PRESENTATION) == []
+
+
+def imported_names(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute module name) for every import in a file, wherever it sits (functions included)."""
+    package = ".".join(("toolkit",) + path.relative_to(PACKAGE).parent.parts)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1])
+                module = f"{base}.{node.module}" if node.module else base
+            else:
+                module = node.module or ""
+            found.append((node.lineno, module))
+            found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None))
+              in ("import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant)):
+            found.append((node.lineno, str(node.args[0].value)))
+    return sorted(found)
+
+
+def presentation_imports(path: Path) -> list[str]:
+    return [f"{path.relative_to(ROOT)}:{line} imports {name}" for line, name in imported_names(path)
+            if any(name == f or name.startswith(f + ".") for f in PRESENTATION)]
+
+
+def test_no_concept_module_imports_presentation_code():
+    assert concept_modules(), "toolkit/ has no modules?"
+    offenders = [o for path in concept_modules() for o in presentation_imports(path)]
+    assert offenders == [], "move this into toolkit/present/: " + "; ".join(offenders)
+
+
+def test_the_static_check_sees_every_import_form(tmp_path, monkeypatch):
+    fake = tmp_path / "toolkit"
+    (fake / "present").mkdir(parents=True)
+    module = fake / "chapter.py"
+    module.write_text(
+        "import json\n"
+        "from . import present\n"
+        "from .present.plots import draw\n"
+        "def show():\n"
+        "    import matplotlib.pyplot as plt\n"
+        "    from sympy import Symbol\n"
+        "    importlib.import_module('ipywidgets')\n",
+        encoding="utf-8")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert presentation_imports(module) == [
+        "toolkit/chapter.py:2 imports toolkit.present",
+        "toolkit/chapter.py:3 imports toolkit.present.plots",
+        "toolkit/chapter.py:3 imports toolkit.present.plots.draw",
+        "toolkit/chapter.py:5 imports matplotlib.pyplot",
+        "toolkit/chapter.py:6 imports sympy",
+        "toolkit/chapter.py:6 imports sympy.Symbol",
+        "toolkit/chapter.py:7 imports ipywidgets",
+    ]
