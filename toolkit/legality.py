@@ -30,7 +30,7 @@ class Outcome(str, Enum):
         return 1 if self is Outcome.PASS else 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Test:
     """The result of one of the three tests, with the errors behind a failure."""
 
@@ -69,7 +69,7 @@ def _bit(value: Any) -> int:
     return 1 if value is True or value == 1 else 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Verdict:
     """All three tests for one attempt, and the indicator they give."""
 

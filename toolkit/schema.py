@@ -9,6 +9,7 @@ offending field itself.
 from __future__ import annotations
 
 import json
+import math
 import re
 from functools import lru_cache
 from typing import Any, Iterable, Mapping
@@ -72,14 +73,11 @@ def parse_arguments(raw: Any) -> tuple[dict | None, list[ToolError]]:
         return None, [ToolError("not_an_object", "$", "arguments must be a JSON object",
                                 expected="object", received=json_type(raw),
                                 hint='wrap the arguments in an object, e.g. {"path": "..."}')]
-    if _depth(raw) > MAX_DEPTH:
+    depth, size, plain = _measure(raw)
+    if depth > MAX_DEPTH:
         return None, [ToolError("too_large", "$", f"arguments nest deeper than {MAX_DEPTH} levels",
                                 expected=f"at most {MAX_DEPTH} levels", received="deeper", retryable=True)]
-    if from_text:  # its length was checked before parsing, and what json.loads builds always serialises
-        return raw, []
-    try:
-        size = len(json.dumps(raw, default=str))
-    except (TypeError, ValueError, RecursionError):
+    if not plain:
         return None, [ToolError("not_an_object", "$", "arguments are not JSON values",
                                 expected="JSON values only", received="<unserializable>")]
     if size > MAX_ARGUMENT_BYTES:
@@ -93,14 +91,38 @@ def _too_large(size: int) -> ToolError:
                      hint="send a reference (a path or id) instead of the content")
 
 
-def _depth(value: Any, level: int = 0) -> int:
-    if level > MAX_DEPTH:
-        return level
-    if isinstance(value, dict):
-        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
-    if isinstance(value, (list, tuple)):
-        return max((_depth(v, level + 1) for v in value), default=level + 1)
-    return level
+def _measure(value: Any) -> tuple[int, int, bool]:
+    """Nesting depth, an estimate of the JSON size in bytes, and whether every value is plain JSON.
+
+    One walk, stopping early once the depth or size cap is passed, so hostile
+    input costs no more than the caps allow.
+    """
+    depth = size = 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        depth = max(depth, level)
+        if depth > MAX_DEPTH or size > MAX_ARGUMENT_BYTES:
+            break
+        if isinstance(item, dict):
+            size += 2
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    return depth, size, False
+                size += len(key) + 4
+                stack.append((child, level + 1))
+        elif isinstance(item, (list, tuple)):
+            size += 2
+            stack.extend((child, level + 1) for child in item)
+        elif isinstance(item, str):
+            size += len(item) + 3
+        elif isinstance(item, float) and not math.isfinite(item):
+            return depth, size, False   # NaN and Infinity are not JSON
+        elif item is None or isinstance(item, (bool, int, float)):
+            size += 6
+        else:
+            return depth, size, False
+    return depth, size, True
 
 
 def _short(text: str, limit: int = 80) -> str:
@@ -132,18 +154,22 @@ def _anchored(pattern: str) -> str:
     return re.sub(r"(?<!\\)\$", r"\\Z", pattern)
 
 
-def _strict_pattern(validator, pattern, instance, schema):
-    from jsonschema.exceptions import ValidationError
-
-    if validator.is_type(instance, "string") and not re.search(_anchored(pattern), instance):
-        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+@lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re.Pattern:
+    return re.compile(_anchored(pattern))
 
 
 @lru_cache(maxsize=None)
 def _validator_class():
+    """Draft 2020-12, with ``pattern`` read the JSON Schema way (``$`` is the end of the text)."""
     from jsonschema import Draft202012Validator, validators
+    from jsonschema.exceptions import ValidationError
 
-    return validators.extend(Draft202012Validator, {"pattern": _strict_pattern})
+    def strict_pattern(validator, pattern, instance, schema):
+        if isinstance(instance, str) and not _compiled(pattern).search(instance):
+            yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+    return validators.extend(Draft202012Validator, {"pattern": strict_pattern})
 
 
 def compile_schema(schema: Mapping) -> Any:
