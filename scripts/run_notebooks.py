@@ -14,7 +14,7 @@ unchanged notebook gives a byte-identical file and a clean ``git diff``:
   plain-text form of a widget is kept, and a live kernel redraws the widget anyway;
 * adjacent pieces of the same stream are joined (how print output is split into
   messages depends on timing);
-* the kernel's Python patch version is dropped from the notebook metadata;
+* the kernel's Python patch version and authoring-tool metadata are dropped;
 * cell ids are derived from each cell's own content, so converting the same source again
   (jupytext makes new random ids every time) changes nothing.
 
@@ -82,6 +82,7 @@ def execute(nb: Any, cwd: Path, allow_errors: bool = False, timeout: int = CELL_
 def normalize(nb: Any) -> Any:
     """Remove everything that changes from run to run (see the module docstring); returns ``nb``."""
     nb.metadata.pop("widgets", None)
+    nb.metadata.pop("jupytext", None)   # authoring-tool bookkeeping, not part of the notebook
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     if "language_info" in nb.metadata:
         nb.metadata["language_info"].pop("version", None)

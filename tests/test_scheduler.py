@@ -161,7 +161,7 @@ def test_results_come_back_in_call_order_with_partial_success():
     report = sc.run_round(calls, files.host())
     assert [r.call_id for r in report.results] == ["r1", "r2", "w1"]
     assert [r.status.value for r in report.results] == ["succeeded", "succeeded", "rejected"]
-    assert report.summary() == "3 calls in 1 waves: 2 succeeded, 1 rejected"
+    assert report.summary() == "3 calls in 1 wave: 2 succeeded, 1 rejected"
     assert report.rows()[2] == {"call_id": "w1", "wave": 0, "status": "rejected", "reason": "path_refused"}
 
 

@@ -240,7 +240,7 @@ class RoundReport:
         for r in self.results:
             counts[r.status.value] = counts.get(r.status.value, 0) + 1
         parts = ", ".join(f"{n} {status}" for status, n in counts.items())
-        return f"{len(self.results)} calls in {self.plan.depth} waves: {parts}"
+        return f"{len(self.results)} calls in {self.plan.depth} wave{'' if self.plan.depth == 1 else 's'}: {parts}"
 
 
 def _failure(call: ToolCall, code: str, message: str, received: Any = None, hint: str = "") -> ToolResult:

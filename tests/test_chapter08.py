@@ -1,0 +1,386 @@
+"""Chapter 8, streaming and parallel calls: the seed's frames, the recorded streams, the slider panel driven from
+plain Python, the resource table reproduced by the scheduler, concurrency measured in logical steps, partial
+success, and the crossed wires."""
+import json
+import threading
+from pathlib import Path
+
+import matplotlib
+import nbformat
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import toolkit as tk
+from toolkit import scheduler
+from toolkit.read_file import path_guard
+from toolkit.streaming import SEED_FRAMES, AnthropicStream, Assembler, anthropic_stream, frames, openai_stream
+from toolkit.vendors import IdMap, Refusal, fixture
+from toolkit.present.schedule_plots import StepRecorder, timeline, timeline_text, timelines
+from toolkit.present.stream_panel import WAITING, StreamPanel, describe_chunk, replay, split_events
+
+matplotlib.use("Agg")
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "notebooks" / "08_streaming_and_parallel_calls.ipynb"
+STREAMS = ["openai_stream.txt", "anthropic_stream.txt", "openai_stream_repeats.txt",
+           "openai_stream_length.txt", "anthropic_stream_max_tokens.txt"]
+THREE_CALLS = [("read_file", {"path": "src/config.ts"}), ("read_file", {"path": "src/routes.ts"}),
+               ("write_file", {"path": "notes/summary.md", "content": "# Summary\n"})]
+
+
+# ------------------------------------------------------------------ the chapter's workspace and host
+def chapter_host(root: Path) -> tk.Host:
+    """The notebook's setup: read_file and a small write_file over one workspace."""
+    for folder in ("src", "notes"):
+        (root / folder).mkdir()
+    (root / "src" / "config.ts").write_text("export const port = 8080;\n", encoding="utf-8")
+    (root / "src" / "routes.ts").write_text('export const routes = ["/", "/health"];\n', encoding="utf-8")
+    (root / "A.md").write_text("contents of A\n", encoding="utf-8")
+    (root / "B.md").write_text("contents of B\n", encoding="utf-8")
+    workspace = tk.Workspace(root)
+    contract = tk.Contract(
+        "write_file", "Replace one text file inside the workspace with the given content.",
+        {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+         "required": ["path", "content"], "additionalProperties": False},
+        guards=(path_guard(workspace),), writes=("file:{path}",))
+
+    def write(arguments, world):
+        (workspace.root / workspace.check(arguments["path"])).write_text(arguments["content"], encoding="utf-8")
+        return {"path": arguments["path"]}
+
+    return tk.Host.of([tk.make_read_file(workspace), tk.Tool(contract, write)])
+
+
+@pytest.fixture
+def host(tmp_path):
+    return chapter_host(tmp_path)
+
+
+def read(path, call_id):
+    return tk.request("read_file", {"path": path}, call_id)
+
+
+def write(path, content, call_id):
+    return tk.request("write_file", {"path": path, "content": content}, call_id)
+
+
+ROUND = [read("src/config.ts", "r1"), read("src/routes.ts", "r2"), write("notes/summary.md", "# Draft\n", "w1"),
+         write("notes/summary.md", "# Summary\n", "w2"), write("src/config.ts", "export const port = 8081;\n", "w3"),
+         read("notes/summary.md", "r3")]
+ORDER = [c.call_id for c in ROUND]
+ABC = [read("A.md", "call_A"), read("B.md", "call_B"), write("../C.md", "summary of A and B", "call_C")]
+
+
+# ------------------------------------------------------------------ 8.1 the seed's frames
+def test_seed_frames_are_not_executable_until_the_completion_event(host):
+    rows = frames(SEED_FRAMES)
+    assert [r["frame"] for r in rows] == ["t1", "t2", "t3", "t4", "completion event"]
+    assert [r["runnable"] for r in rows] == [False] * 4 + [True]
+    assert rows[2]["keys"] == ["$.name", "$.arguments", "$.arguments.path"]   # a path is coming, not which one
+    assert rows[-1]["call"] == 'read_file({"path": "src/config.ts"}) #call_1'
+    assembler = Assembler(envelope=True)
+    for fragment in SEED_FRAMES:
+        assembler.add(0, arguments=fragment)
+        refused = host.execute(assembler.preview(0))
+        assert refused.status is tk.Status.REJECTED and refused.reason == "not_a_call"
+    assert host.log == []                                   # the host logged no attempt: nothing ran
+    [call] = assembler.finish("complete")
+    result = host.execute(call)
+    assert result.ok and result.output["content"] == "export const port = 8080;\n"
+
+
+def test_t4_is_valid_json_yet_refused_without_the_completion_event():
+    json.loads("".join(SEED_FRAMES))                        # the text is complete JSON...
+    last = frames(SEED_FRAMES, complete=False)[-1]
+    assert last["runnable"] is False and "without a completion signal" in last["call"]
+
+
+# ------------------------------------------------------------------ 8.2-8.4 recorded streams
+def test_both_recorded_streams_assemble_the_same_three_calls():
+    ids = IdMap()
+    openai_calls = list(openai_stream(fixture("openai_stream.txt"), ids))
+    reader = AnthropicStream()
+    anthropic_calls = reader.feed(fixture("anthropic_stream.txt")) + reader.end()
+    assert [(c.name, c.arguments) for c in openai_calls] == THREE_CALLS
+    assert [(c.name, c.arguments) for c in anthropic_calls] == THREE_CALLS
+    assert ids.external(openai_calls[0].call_id, "openai") == "call_Q1a8Zk2LmN4pR7sT9uV3wX5y"
+    assert reader.stop_reason == "tool_use"
+
+
+@pytest.mark.parametrize("name, read_stream, reason", [("openai_stream_length.txt", openai_stream, "length"),
+                                                       ("anthropic_stream_max_tokens.txt", anthropic_stream,
+                                                        "max_tokens")])
+def test_cut_streams_are_refused_with_a_structured_error_and_never_run(host, name, read_stream, reason):
+    outcome = list(read_stream(fixture(name)))
+    assert len(outcome) == 3 and all(isinstance(o, Refusal) for o in outcome)
+    for item in outcome:
+        host.execute(item)                                    # even handed over, a refusal is not run
+    assert host.log == []
+    error = outcome[2].errors[0]
+    assert (error.code, error.pointer, error.received) == ("stream_incomplete", "$", reason)
+    assert outcome[2].result.status is tk.Status.REJECTED and outcome[2].result.call_id == "call_3"
+
+
+def test_a_repeating_server_gives_read_file_not_a_glued_name():
+    names = []
+    for line in fixture("openai_stream_repeats.txt").splitlines():
+        if line.startswith("data: {"):
+            for piece in json.loads(line[6:])["choices"][0]["delta"].get("tool_calls", []):
+                names.append(piece["function"].get("name"))
+    assert "".join(n for n in names if n) == "read_fileread_fileread_file"    # what naive gluing builds
+    [call] = openai_stream(fixture("openai_stream_repeats.txt"))
+    assert call.name == "read_file" and call.arguments == {"path": "src/config.ts"}
+
+
+# ------------------------------------------------------------------ 8.5 the panel, from plain Python
+def test_panel_waits_until_the_completion_chunk_then_shows_the_calls():
+    panel = StreamPanel("openai_stream.txt")
+    assert panel.slider.max == 13
+    for position in range(12):
+        shown = panel.set(position=position)
+        assert shown.splitlines()[-1] == WAITING, f"position {position} should not be executable"
+        assert "ready for validation" not in shown
+    shown = panel.set(position=12)
+    assert "finish_reason 'tool_calls'" in shown and WAITING not in shown
+    assert "3 complete calls, ready for validation and execution" in shown
+    for call in openai_stream(fixture("openai_stream.txt")):
+        assert call.summary() in shown
+    assert panel.set(position=13).endswith(shown.splitlines()[-1])   # [DONE] changes nothing
+
+
+def test_panel_shows_the_preview_keys_and_raw_text_so_far():
+    panel = StreamPanel("openai_stream.txt", position=3)
+    shown = panel.text()
+    assert "3 of 13 chunks received" in shown
+    assert "  #0 read_file  16 chars  keys $.path  | {\"path\": \"src/co" in shown
+    assert "call #0 arguments += 'th\": \"src/co'" in shown
+    assert panel.moment.previews[0].text == '{"path": "src/co' and not panel.moment.calls
+    panel.slider.value = 11                                   # a drag on the slider itself
+    assert "keys $.path, $.content" in panel.text() and panel.text().endswith(WAITING)
+    assert "cannot execute" in panel.view.value               # the HTML the browser renders says the same
+
+
+def test_panel_positions_clamp_and_the_first_position_holds_nothing():
+    panel = StreamPanel("anthropic_stream.txt")
+    assert panel.set(position=-5).startswith("anthropic_stream.txt: 0 of 23 chunks received\nchunks so far: none")
+    assert panel.set(position=99) == panel.set(position=23)
+    assert "stop_reason 'tool_use'" in panel.text() and "3 complete calls" in panel.text()
+    assert "assistant text: \"I'll read both files, then write the summary.\"" in panel.text()
+
+
+@pytest.mark.parametrize("name", STREAMS)
+def test_panel_is_executable_exactly_from_the_completion_chunk(name):
+    vendor, chunks, moments = replay(name)
+    signal = next(i for i, chunk in enumerate(chunks, 1)
+                  if '"finish_reason":"' in chunk or '"stop_reason":"' in chunk)
+    complete = name not in ("openai_stream_length.txt", "anthropic_stream_max_tokens.txt")
+    for moment in moments:
+        assert moment.executable == (complete and moment.position >= signal), (name, moment.position)
+        assert bool(moment.refusals) == (not complete and moment.position >= signal), (name, moment.position)
+        assert all(isinstance(p, tk.streaming.Preview) and not isinstance(p, tk.ToolCall) for p in moment.previews)
+    if complete:
+        reader = openai_stream if vendor == "openai" else anthropic_stream
+        assert [c.summary() for c in moments[-1].calls] == [c.summary() for c in reader(fixture(name))]
+
+
+def test_cut_panels_refuse_and_never_offer_a_call():
+    for name, reason in (("openai_stream_length.txt", "length"), ("anthropic_stream_max_tokens.txt", "max_tokens")):
+        panel = StreamPanel(name)
+        shown = panel.set(position=panel.slider.max)
+        assert f"refused, never executed ('{reason}'):" in shown
+        assert shown.count("\n  refused ") == 3 and "ready for validation" not in shown
+
+
+def test_panel_over_a_repeating_server_says_so():
+    shown = StreamPanel("openai_stream_repeats.txt").set(position=6)
+    assert shown.count("call #0 repeats its id and name") == 2
+    assert "read_file({\"path\": \"src/config.ts\"}) #call_1" in shown and "read_fileread_file" not in shown
+
+
+def test_panel_over_a_body_cut_mid_event_refuses_at_its_end():
+    body = fixture("openai_stream.txt")
+    cut = body[: body.index('"finish_reason":"tool_calls"')]       # ends inside the completion chunk
+    panel = StreamPanel("openai_stream.txt", body=cut)
+    shown = panel.set(position=panel.slider.max)
+    assert "refused, never executed:" in shown and "ended in the middle of an event" in shown
+    assert not panel.moment.calls
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=200))
+def test_chunks_rejoin_to_the_body_and_descriptions_never_raise(body):
+    assert "".join(split_events(body)) == body
+    for chunk in split_events(body):
+        for vendor in ("openai", "anthropic"):
+            assert isinstance(describe_chunk(vendor, chunk, {}), str)
+    for chunk in split_events("data: " + body + "\n\n"):
+        assert isinstance(describe_chunk("openai", chunk, {}), str)
+
+
+def test_recorded_chunks_rejoin_exactly():
+    for name in STREAMS:
+        assert "".join(split_events(fixture(name))) == fixture(name)
+
+
+# ------------------------------------------------------------------ 8.6 the resource table
+def test_scheduler_reproduces_the_resource_table(host):
+    plan = scheduler.schedule(ROUND, host)
+    assert plan.waves == [["r1", "r2", "w1"], ["w2", "w3"], ["r3"]] and plan.depth == 3
+    rows = {r["call_id"]: r for r in plan.rows()}
+    assert rows["r1"]["wave"] == rows["r2"]["wave"]                                     # read-read: together
+    assert rows["w2"]["waits_for"] == ["w1 (write-write file:notes/summary.md)"]         # write-write: in order
+    assert rows["w3"]["waits_for"] == ["r1 (read-write file:src/config.ts)"]             # read-write: waits
+    assert scheduler.schedule(list(openai_stream(fixture("openai_stream.txt"))), host).depth == 1
+
+
+def test_timeline_text_puts_each_call_in_its_steps(host):
+    plan = scheduler.schedule(ROUND, host)
+    lines = timeline_text(plan.rows()).splitlines()
+    assert lines[0].split() == ["step", "0", "step", "1", "step", "2"]
+    column = {line.split()[0]: line.index("[") for line in lines[1:]}
+    assert column["r1"] == column["r2"] == column["w1"] < column["w2"] == column["w3"] < column["r3"]
+    assert lines[-1].endswith("reads file:notes/summary.md; after w1, w2")
+    assert timeline_text([]) == "(no calls)"
+
+
+def test_timeline_plot_draws_one_bar_per_call_in_logical_steps(host):
+    import matplotlib.pyplot as plt
+
+    rows = scheduler.schedule(ROUND, host).rows()
+    fig = timeline(rows, "plan")
+    ax = fig.axes[0]
+    bars = [(p.get_x(), p.get_x() + p.get_width()) for p in ax.patches]
+    assert bars == [(r["start"], r["end"]) for r in rows]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"{r['call_id']} {r['name']}" for r in rows]
+    notes = [t.get_text() for t in ax.texts if t.get_text()]
+    assert notes[0] == "reads file:src/config.ts" and len(notes) == 6
+    assert ax.get_xlabel().startswith("logical step")
+    plt.close(fig)
+    fig = timelines({"a": rows, "b": rows[:2]})
+    assert len(fig.axes) == 2 and fig.axes[0].get_xlabel() == ""
+    plt.close(fig)
+
+
+# ------------------------------------------------------------------ 8.7 concurrency in logical steps
+@pytest.mark.parametrize("attempt", range(3))
+def test_measured_steps_equal_the_plan_on_a_real_thread_pool(host, attempt):
+    plan = scheduler.schedule(ROUND, host)
+    recorder = StepRecorder(host.execute, together=plan.waves)
+    report = scheduler.run_plan(plan, recorder)
+    assert report.summary() == "6 calls in 3 waves: 6 succeeded"
+    assert recorder.steps == 3
+    assert [(r["call_id"], r["start"]) for r in recorder.rows(ORDER)] == [(r["call_id"], r["wave"])
+                                                                          for r in plan.rows()]
+    assert recorder.met == {c: True for c in ORDER if c != "r3"} and recorder.broken_waits(plan) == []
+    by_id = report.by_id()
+    assert by_id["r1"].output["content"] == "export const port = 8080;\n"    # read before w3 replaced it
+    assert by_id["r3"].output["content"] == "# Summary\n"                    # after both writes, in order
+
+
+def test_one_at_a_time_takes_a_step_per_call_and_one_worker_cannot_meet_the_barriers(host):
+    one_by_one = StepRecorder(host.execute)
+    for call in ROUND:
+        one_by_one(call)
+    assert one_by_one.steps == 6 and [r["start"] for r in one_by_one.rows(ORDER)] == list(range(6))
+    plan = scheduler.schedule(ROUND, host)
+    starved = scheduler.run_plan(plan, StepRecorder(host.execute, together=plan.waves, timeout=0.3),
+                                 max_workers=1)
+    assert starved.summary() == "6 calls in 3 waves: 5 failed, 1 succeeded"
+    assert all(r.reason == "execution_failed" for r in starved.results[:5]) and starved.results[5].ok
+
+
+def test_a_recorder_notices_a_call_started_too_early(host):
+    plan = scheduler.schedule(ROUND, host)
+    careless = StepRecorder(host.execute)
+    for call in reversed(ROUND):               # an executor that ignores the plan
+        careless(call)
+    assert "w2 started before w1 finished" in careless.broken_waits(plan)
+
+
+# ------------------------------------------------------------------ 8.8 partial success
+def test_partial_success_is_reported_per_call(host):
+    report = scheduler.run_round(ABC, host)
+    assert report.summary() == "3 calls in 1 wave: 2 succeeded, 1 rejected"
+    assert [(r["call_id"], r["status"], r["reason"]) for r in report.rows()] == [
+        ("call_A", "succeeded", "-"), ("call_B", "succeeded", "-"), ("call_C", "rejected", "path_refused")]
+    report = scheduler.run_round(ABC + [read("../C.md", "call_D")], host, cancel_dependents=True)
+    assert [r.status.value for r in report.results] == ["succeeded", "succeeded", "rejected", "cancelled"]
+    assert report.results[3].errors[0].message == "not run: call_C failed and this call waits for it"
+
+
+# ------------------------------------------------------------------ 8.9 crossed wires
+def reversed_arrival(host):
+    """The notebook's slow disk: results arrive C, B, A; returns (executor, arrived list)."""
+    finished = {c.call_id: threading.Event() for c in ABC}
+    arrived, lock = [], threading.Lock()
+
+    def slow_disk(call):
+        follows = {"call_A": "call_B", "call_B": "call_C"}.get(call.call_id)
+        if follows:
+            assert finished[follows].wait(10)
+        result = host.execute(call)
+        with lock:
+            arrived.append(result)
+        finished[call.call_id].set()
+        return result
+
+    return slow_disk, arrived
+
+
+def test_naive_pairing_crosses_the_wires_and_pairing_by_id_does_not(host):
+    slow_disk, arrived = reversed_arrival(host)
+    report = scheduler.run_round(ABC, host, slow_disk)
+    assert [r.call_id for r in arrived] == ["call_C", "call_B", "call_A"]
+    naive = scheduler.naive_pairing(ABC, arrived)
+    assert naive["call_A"].status is tk.Status.REJECTED and "'../C.md'" in naive["call_A"].errors[0].message
+    assert naive["call_C"].ok and naive["call_C"].output["content"] == "contents of A\n"   # looks like success
+    paired, problems = scheduler.pair_results(ABC, arrived)
+    assert problems == [] and paired["call_A"].output["content"] == "contents of A\n"
+    assert paired["call_C"].reason == "path_refused"
+    assert [(r.call_id, r.status.value) for r in report.results] == [
+        ("call_A", "succeeded"), ("call_B", "succeeded"), ("call_C", "rejected")]
+    _, problems = scheduler.pair_results(ABC, arrived[:2])
+    assert [e.line() for e in problems] == ["$.call_id: call 'call_A' has no result"]
+
+
+def test_an_executor_that_hands_back_the_wrong_result_is_caught(host):
+    slow_disk, arrived = reversed_arrival(host)
+
+    def first_in_inbox(call):
+        slow_disk(call)
+        return arrived[0]
+
+    report = scheduler.run_round(ABC, host, first_in_inbox)
+    assert [r.reason for r in report.results] == ["call_id_mismatch", "call_id_mismatch", "path_refused"]
+    assert report.results[0].errors[0].message == \
+        "the executor returned a result for 'call_C' as the answer to 'call_A'"
+
+
+# ------------------------------------------------------------------ the stored notebook
+def stored_text() -> str:
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+@pytest.mark.skipif(not NOTEBOOK.exists(), reason="chapter 8 notebook not written yet")
+def test_notebook_prints_what_the_toolkit_computes():
+    text = stored_text()
+    assert text.count("no: not executable") == 4
+    assert 'yes: read_file({"path": "src/config.ts"}) #call_1' in text
+    assert StreamPanel("openai_stream.txt", position=3).text() in text       # the line after the widget
+    panel = StreamPanel("openai_stream.txt")
+    assert panel.set(position=11) in text and panel.set(position=12) in text
+    assert "glued together: read_fileread_fileread_file" in text
+    assert "tools run from the cut streams: 0" in text
+    assert "waves: [['r1', 'r2', 'w1'], ['w2', 'w3'], ['r3']]" in text
+    assert "measured steps: 3 for 6 calls" in text and "one at a time: 6 steps" in text
+    assert "one worker, same barriers: 6 calls in 3 waves: 5 failed, 1 succeeded" in text
+    assert "3 calls in 1 wave: 2 succeeded, 1 rejected" in text
+    assert "arrival order: ['call_C', 'call_B', 'call_A']" in text
+    assert "write C call_C -> succeeded, output 'contents of A\\n'" in text
+    assert "pairing problems: []" in text
+    for line in ("read-read    r1 then r2: waves 0 and 0 -> together",
+                 "write-write  w1 then w2: waves 0 and 1 -> w2 waits for w1",
+                 "read-write   r1 then w3: waves 0 and 1 -> w3 waits for r1"):
+        assert line in text
