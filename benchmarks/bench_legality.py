@@ -21,9 +21,10 @@ import argparse
 import cProfile
 import io
 import pstats
-import statistics
 import sys
 import timeit
+
+from timing import time_each
 
 AIM = 1.5
 
@@ -47,15 +48,6 @@ def setup():
         "check (full verdict)": lambda: tk.check(call, CREATE_INVOICE, caller, world),
         "is_valid (bare schema)": lambda: bare.is_valid(arguments),
     }
-
-
-def time_each(cases: dict, repeat: int, number: int) -> dict[str, tuple[float, float]]:
-    """name -> (best, median) seconds per call over `repeat` batches of `number` calls, interleaved."""
-    batches: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(repeat):
-        for name, fn in cases.items():
-            batches[name].append(timeit.timeit(fn, number=number) / number)
-    return {name: (min(b), statistics.median(b)) for name, b in batches.items()}
 
 
 def profile(fn, calls: int = 20000, lines: int = 18) -> str:

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import statistics
 import sys
 import tempfile
-import timeit
 from pathlib import Path
+
+from timing import time_each
 
 AIM = 3.0
 
@@ -59,15 +59,6 @@ def setup(base: Path) -> dict:
         "Workspace.read (3 rungs)": lambda: ws.read("src/app/main.py"),
         "Host.execute(read_file)": lambda: host.execute(call),
     }
-
-
-def time_each(cases: dict, repeat: int, number: int) -> dict[str, tuple[float, float]]:
-    """name -> (best, median) seconds per call over `repeat` interleaved batches of `number` calls."""
-    batches: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(repeat):
-        for name, fn in cases.items():
-            batches[name].append(timeit.timeit(fn, number=number) / number)
-    return {name: (min(b), statistics.median(b)) for name, b in batches.items()}
 
 
 def main() -> int:

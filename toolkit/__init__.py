@@ -27,5 +27,5 @@ __all__ = [
     "Answer", "Attempt", "CallIds", "Caller", "Choice", "Condition", "Contract", "FailureClass", "Host", "Ledger", "LedgerStatus", "MemoryLedger",
     "Option", "Outcome", "PathRefused", "Retry", "ScriptedPolicy", "SqliteLedger", "State", "Status", "Test", "Tool", "ToolCall", "ToolError",
     "ToolFailure", "ToolResult", "Verdict", "Workspace", "check", "choose", "contract_allows", "evaluate", "expected_value",
-    "governed_score", "invoke", "invoke_with_ledger", "legal", "make_read_file", "redact", "request",
+    "governed_score", "invoke", "invoke_with_ledger", "legal", "make_read_file", "redact", "rejection", "request",
 ]

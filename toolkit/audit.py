@@ -28,13 +28,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import sqlite3
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Mapping
 
 from .records import ExecutionRecord, State, Tick, Transition, open_record
-from .redaction import REDACTED, TOKEN_SHAPES, is_secret_name, secret_values
+from .redaction import REDACTED, TOKEN_SHAPES, secret_values
 
 GENESIS = "0" * 64
 

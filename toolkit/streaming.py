@@ -30,9 +30,8 @@ from typing import Any, Iterable, Iterator
 
 from . import schema
 from .calls import ToolCall
-from .host import not_a_call
 from .errors import ToolError, pointer_for
-from .outcomes import FailureClass, Status, ToolResult
+from .host import not_a_call  # noqa: F401  (re-exported: a preview handed to an executor)
 from .vendors import IdMap, Refusal
 
 #: Stop reasons that mean "the calls are complete" (OpenAI, Anthropic, and the course's own).
