@@ -273,7 +273,7 @@ def run_audited(host: Any, call: Any, log: AuditLog, initiator: str, controller:
 
     def on_try(attempt: Any) -> None:
         result, decision = attempt.result, attempt.decision
-        if result.status is Status.REJECTED:       # a retry that no longer passes its checks
+        if result.status is Status.REJECTED and record.state is not State.APPROVED:   # a retry now refused
             log.mark(record, "retry_rejected", note=result.reason)
             return
         record.move(State.RUNNING, granted[0])

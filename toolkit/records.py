@@ -39,7 +39,9 @@ TRANSITIONS: dict[State, frozenset[State]] = {
     S.REQUESTED: frozenset({S.APPROVED, S.REJECTED, S.AWAITING_HUMAN, S.CANCELLED}),
     S.AWAITING_HUMAN: frozenset({S.APPROVED, S.REJECTED, S.CANCELLED, S.SUCCEEDED, S.FAILED}),
     S.APPROVED: frozenset({S.RUNNING, S.CANCELLED}),
-    S.RUNNING: frozenset({S.SUCCEEDED, S.FAILED, S.TIMEOUT, S.CANCELLED}),
+    # running -> rejected: the executor's own last check refused (e.g. a file swapped after approval);
+    # nothing happened, so it is a refusal, not a failure.
+    S.RUNNING: frozenset({S.SUCCEEDED, S.FAILED, S.REJECTED, S.TIMEOUT, S.CANCELLED}),
     # failed: retried (running) under the host's controller, or escalated.
     S.FAILED: frozenset({S.RUNNING, S.AWAITING_HUMAN}),
     # timeout: the outcome is unknown. Reconcile from records (succeeded / failed),

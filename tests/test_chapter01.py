@@ -1,0 +1,392 @@
+"""Chapter 1, a request is not an action: the panel driven from Python, the diagram's edges, the chapter's facts."""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import matplotlib
+import nbformat
+import pytest
+
+import toolkit as tk
+from toolkit import vendors as v
+from toolkit.audit import AuditLog, run_audited
+from toolkit.outcomes import NEXT_STEP
+from toolkit.present import transaction_diagram as td
+from toolkit.present.read_file_panel import (FILES, HOSTILE, REQUESTS, SECRETS, ReadFilePanel, attempt,
+                                             demo_workspace, files_opened, recording_opens)
+from toolkit.records import TRANSITIONS, State
+from toolkit.schema import compile_schema, schema_errors
+from toolkit.streaming import Assembler, Preview
+from toolkit.vendors import Refusal
+
+matplotlib.use("Agg")
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "notebooks" / "01_a_request_is_not_an_action.ipynb"
+SOLUTION = ROOT / "solutions" / "01_read_file_hands_on.ipynb"
+CONFIG = FILES["src/config.ts"].encode()
+LAYER_SETS = [frozenset(name for name, on in zip(("schema", "path", "business"), bits) if on)
+              for bits in itertools.product([True, False], repeat=3)]
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    return demo_workspace(tmp_path_factory.mktemp("chapter01"))
+
+
+@pytest.fixture
+def spy_host(tree):
+    """A host whose read_file records every run of its implementation."""
+    ran: list = []
+    real = tk.make_read_file(tree.ws)
+
+    def run(arguments, world):
+        ran.append(arguments)
+        return real.run(arguments, world)
+
+    return tk.Host.of([tk.Tool(real.contract, run)]), ran
+
+
+# ------------------------------------------------------------------ the seed's three cases
+def test_three_cases_give_three_distinct_statuses_and_only_the_valid_one_opens_a_file(tree):
+    seen = {label: attempt(tree, label) for label in ("missing path", "outside path", "valid path")}
+    assert {label: (a.result.status, a.result.failure_class) for label, a in seen.items()} == {
+        "missing path": (tk.Status.REJECTED, tk.FailureClass.SCHEMA),
+        "outside path": (tk.Status.REJECTED, tk.FailureClass.AUTHORIZATION),
+        "valid path": (tk.Status.SUCCEEDED, None),
+    }
+    assert len({a.status_line for a in seen.values()}) == 3
+    assert [a.touched for a in seen.values()] == [False, False, True]
+    assert seen["valid path"].opened == ("config.ts",)
+    assert seen["valid path"].result.evidence == {"size": len(CONFIG), "sha256": hashlib.sha256(CONFIG).hexdigest()}
+    assert len(CONFIG) == 26          # the number the chapter prints
+
+
+def test_etc_passwd_passes_the_schema_and_is_refused_by_the_path_layer(tree):
+    read_file = tk.make_read_file(tree.ws)
+    assert schema_errors(compile_schema(read_file.contract.schema), {"path": "/etc/passwd"}) == []
+    verdict = tk.Host.of([read_file]).check(tk.request("read_file", {"path": "/etc/passwd"}, call_id="c"))
+    assert verdict.schema_ok.outcome is tk.Outcome.PASS and verdict.blocked_by == ("auth_ok",)
+    assert verdict.errors[0].code == "path_refused" and "rung 1" in verdict.errors[0].message
+
+
+# ------------------------------------------------------------------ Xiao A's story
+def test_a_model_that_only_talks_reads_nothing_and_a_tool_call_leaves_evidence(tree):
+    host = tk.Host.of([tk.make_read_file(tree.ws)], tk.Caller("assistant"))
+    with recording_opens() as talk:
+        state = tk.evaluate(tk.State("Read the config file for me."), lambda state: None, host)
+    assert state.done and state.observations == () and host.log == [] and talk == []
+
+    with recording_opens() as acted:
+        state = tk.evaluate(tk.State("Read the config file for me."),
+                            tk.ScriptedPolicy([tk.request("read_file", {"path": "src/config.ts"}, call_id="call_1")]),
+                            host)
+    assert len(host.log) == 1 and files_opened(acted) == ["config.ts"]
+    result = state.last.result
+    assert result.ok and result.call_id == "call_1"
+    assert result.evidence["sha256"] == hashlib.sha256(CONFIG).hexdigest()
+
+
+def test_recording_opens_sees_a_plain_open_and_nothing_outside_its_block(tree):
+    with recording_opens() as events:
+        (tree.outside / "secret.txt").read_bytes()
+    (tree.ws / "src" / "config.ts").read_bytes()            # after the block: not recorded
+    assert files_opened(events) == ["secret.txt"]
+    with recording_opens() as events:
+        tk.request("read_file", {"path": "src/config.ts"})   # a request opens nothing
+    assert events == []
+
+
+# ------------------------------------------------------------------ the cut chunk
+def test_a_cut_chunk_never_reaches_the_executor(spy_host):
+    host, ran = spy_host
+    stream = Assembler()
+    stream.add(0, call_id="call_s", name="read_file", arguments='{"path": "src/co')
+    preview = stream.preview(0)
+    assert isinstance(preview, Preview) and not isinstance(preview, tk.ToolCall) and preview.keys == ("$.path",)
+    refused = host.execute(preview)
+    assert refused.status is tk.Status.REJECTED and refused.reason == "not_a_call"
+    for stop in (None, "length"):
+        stream = Assembler()
+        stream.add(0, call_id="call_s", name="read_file", arguments='{"path": "src/co')
+        [outcome] = stream.finish(stop)
+        assert isinstance(outcome, Refusal) and outcome.result.status is tk.Status.REJECTED
+    assert ran == []
+
+
+# ------------------------------------------------------------------ the panel, driven from Python
+def test_panel_starts_on_the_outside_path_and_follows_every_control(tree):
+    panel = ReadFilePanel(tree)
+    assert panel.text().startswith("request    outside path")
+    assert "result     call_1: rejected / authorization" in panel.text()
+    assert "caught by  the path layer" in panel.text() and "touched    no" in panel.text()
+
+    shown = panel.set(request="symlink out", path=False)
+    assert "path OFF" in shown and "auth_ok pass (off)" in shown and "legal = 1" in shown
+    assert "caught by  the executor (rung 2 of the path ladder)" in shown and "touched    no" in shown
+
+    shown = panel.set(request="missing path", path=True, schema=False)
+    assert "caught by  the path layer" in shown and "must be a string" in shown
+
+    shown = panel.set(request="cut JSON chunk", schema=True)
+    assert "nothing reached the host" in shown and "stream ended without a completion signal" in shown
+
+    panel.menu.value = "valid path"                          # a click on the widget itself, not through .set
+    assert "result     call_1: succeeded" in panel.text() and "touched    yes: opened config.ts" in panel.text()
+    assert "succeeded" in panel.view.value and "a file was opened" in panel.view.value
+    panel.boxes["business"].value = False
+    assert "business OFF" in panel.text() and "Pre pass (off)" in panel.text()
+    with pytest.raises(ValueError, match="unknown request"):
+        panel.set(request="read everything")
+
+
+@pytest.mark.parametrize("layers", LAYER_SETS, ids=lambda ls: "+".join(sorted(ls)) or "no-layers")
+def test_every_request_under_every_layer_choice(tree, layers):
+    """Hostile requests never open a file; the valid one always does; the cut chunk never reaches the host."""
+    for label, wanted in REQUESTS.items():
+        seen = attempt(tree, label, layers)
+        text = seen.text()
+        assert str(tree.base) not in text, f"{label}: the panel printed an absolute path"
+        assert not any(secret.split(":")[0] in text for secret in SECRETS.values())
+        if label == "valid path":
+            assert seen.result.ok and seen.opened == ("config.ts",)
+            continue
+        assert seen.result.status is tk.Status.REJECTED and not seen.touched, f"{label} with {set(layers)}"
+        if wanted.streamed:
+            assert seen.verdict is None and seen.result.reason == "stream_incomplete"
+            assert seen.caught_by.startswith("the stream assembler")
+            continue
+        verdict = seen.verdict
+        if verdict.legal:   # every layer that could object was cut: the executor's own open refuses
+            assert seen.caught_by.startswith("the executor")
+        else:
+            first = verdict.blocked_by[0]
+            layer = {"schema_ok": "schema", "auth_ok": "path", "Pre": "business"}[first]
+            assert layer in layers and seen.caught_by.startswith(f"the {layer} layer")
+        if label in HOSTILE:
+            assert seen.result.failure_class is tk.FailureClass.AUTHORIZATION
+
+
+def test_with_all_layers_on_each_request_is_caught_by_the_layer_that_owns_it(tree):
+    owner = {"missing path": "schema", "wrong type": "schema", "outside path": "path", "sibling-prefix path": "path",
+             "symlink out": "path", "dot-dot climb": "path", "no such file": "business"}
+    for label, layer in owner.items():
+        assert attempt(tree, label).caught_by.startswith(f"the {layer} layer"), label
+
+
+def test_a_panel_without_a_tree_makes_and_removes_its_own(tmp_path):
+    panel = ReadFilePanel(request="valid path")
+    base = panel.tree.base
+    assert base.is_dir() and "succeeded" in panel.text()
+    panel.close()
+    assert not base.exists()
+
+
+# ------------------------------------------------------------------ the transaction diagram
+def test_every_move_in_the_diagram_is_a_real_transition():
+    drawn = td.moves()
+    assert drawn and all(target in TRANSITIONS[source] for source, target in drawn)
+    assert td.main_moves() == [(State.REQUESTED, State.APPROVED), (State.APPROVED, State.RUNNING),
+                               (State.RUNNING, State.SUCCEEDED)]
+    every = {(a, b) for a, targets in TRANSITIONS.items() for b in targets}
+    assert set(drawn) | set(td.not_drawn()) == every and not set(drawn) & set(td.not_drawn())
+
+
+def test_every_arrow_in_the_picture_is_a_real_transition():
+    import matplotlib.pyplot as plt
+
+    fig = td.draw()
+    try:
+        arrows = td.drawn_moves(fig)
+        assert {(State(a), State(b)) for a, b in arrows} == set(td.moves())
+        assert all(State(b) in TRANSITIONS[State(a)] for a, b in arrows)
+        labels = {t.get_text() for t in fig.axes[0].texts}
+        assert {s.name for s in td.STAGES} <= labels and {b.label for b in td.BRANCHES} <= labels
+    finally:
+        plt.close(fig)
+
+
+def test_the_seed_branches_and_their_advice_come_from_the_code():
+    branches = {b.label: b for b in td.BRANCHES}
+    assert [s.name for s in td.STAGES] == ["user task", "declare", "request(id)", "schema", "policy", "execute",
+                                           "result(id)", "write back"]
+    assert (branches["shape error"].target, branches["deny"].target) == (State.REJECTED, State.REJECTED)
+    assert branches["shape error"].advice == branches["deny"].advice == NEXT_STEP[tk.Status.REJECTED]
+    assert branches["timeout"].advice == NEXT_STEP[tk.Status.TIMEOUT]
+    assert branches["unconfirmed"].target is State.AWAITING_HUMAN
+    text = td.text()
+    for b in td.BRANCHES:
+        assert f"--{b.label}--> {b.target.value}" in text and b.then in text
+    assert "requested->approved" in text and f"({len(td.not_drawn())})" in text
+
+
+def test_a_diagram_that_disagrees_with_the_state_machine_refuses_to_draw():
+    wrong = td.Branch("schema", "skip the checks", State.REQUESTED, State.SUCCEEDED, "pretend")
+    with pytest.raises(ValueError, match="requested -> succeeded"):
+        td.moves(branches=td.BRANCHES + (wrong,))
+    stages = td.STAGES[:4] + td.STAGES[5:]       # drop "policy": requested would jump to running
+    with pytest.raises(ValueError, match="requested -> running"):
+        td.moves(stages=stages)
+
+
+def test_real_calls_move_along_the_drawn_lines(tree):
+    host = tk.Host.of([tk.make_read_file(tree.ws)], tk.Caller("assistant"))
+    drawn = set(td.moves())
+    with AuditLog() as log:
+        good = run_audited(host, tk.request("read_file", {"path": "src/config.ts"}, call_id="g"), log, "assistant")
+        bad = run_audited(host, tk.request("read_file", {"path": "/etc/passwd"}, call_id="b"), log, "assistant")
+    assert good.path() == ["requested", "approved", "running", "succeeded"]
+    assert bad.path() == ["requested", "rejected"]
+    for record in (good, bad):
+        assert {(t.source, t.target) for t in record.transitions[1:]} <= drawn
+
+
+# ------------------------------------------------------------------ the four-step loop, three vendors
+def test_three_vendors_one_contract_and_every_call_answered(tree):
+    read_file = tk.make_read_file(tree.ws)
+    host = tk.Host.of([read_file], tk.Caller("assistant"))
+    for vendor in v.VENDORS:
+        tool = v.tools_for(vendor, [read_file.contract])[0]
+        assert read_file.contract.schema in (tool.get("function", {}).get("parameters"), tool.get("input_schema"),
+                                             tool.get("inputSchema"))
+    ids = v.IdMap()
+    openai_calls = v.openai_calls(v.fixture("openai_response.json"), ids)
+    anthropic_calls = v.anthropic_calls(v.fixture("anthropic_response.json"), ids)
+    mcp_calls = [v.mcp_call(v.fixture("mcp_tools_call_request.json"), ids),
+                 v.mcp_call({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                             "params": {"name": "read_file", "arguments": {"path": "/etc/passwd"}}}, ids)]
+    openai_results, anthropic_results = host.run_round(openai_calls), host.run_round(anthropic_calls)
+    mcp_results = host.run_round(mcp_calls)
+    for results in (openai_results, anthropic_results):
+        assert [r.status.value for r in results] == ["succeeded", "succeeded", "rejected"]
+        assert results[2].reason == "unknown_tool"          # write_file is not declared by this host
+    assert [r.reason for r in mcp_results] == ["", "path_refused"]
+
+    openai_back = v.openai_tool_messages(openai_results, ids)
+    history = [v.fixture("openai_response.json")["choices"][0]["message"], *openai_back]
+    assert v.check_conversation(history, "openai") == []
+    assert [m["tool_call_id"] for m in openai_back] == [c["id"] for c in history[0]["tool_calls"]]
+    anthropic_back = v.anthropic_tool_results(anthropic_results, ids)
+    assert v.check_conversation([v.fixture("anthropic_response.json"), anthropic_back], "anthropic") == []
+    assert [b["is_error"] for b in anthropic_back["content"]] == [False, False, True]
+    mcp_back = [v.mcp_response(r, ids) for r in mcp_results]
+    assert [a["id"] for a in mcp_back] == [7, 8] and [a["result"]["isError"] for a in mcp_back] == [False, True]
+
+    without_refusal = history[:-1]                          # skip step 4 for the refused call
+    [problem] = v.check_conversation(without_refusal, "openai")
+    assert problem.code == "missing_result"
+
+
+def test_a_trusting_host_oversteps_and_a_prefix_guard_is_fooled(tree):
+    with recording_opens() as events:
+        leaked = (tree.ws / "../outside/secret.txt").read_text()
+    assert leaked.startswith("SECRET-OUTSIDE") and files_opened(events) == ["secret.txt"]
+    sibling = str(tree.ws) + "_evil/secret.txt"
+    assert os.path.abspath(sibling).startswith(str(tree.ws))   # the character-prefix check says "inside"
+    with pytest.raises(tk.PathRefused):
+        tk.Workspace(tree.ws).check(sibling)
+
+
+# ------------------------------------------------------------------ the notebook and the exercise
+def _outputs(path: Path) -> list[tuple[str, str]]:
+    nb = nbformat.read(path, as_version=4)
+    return [(c.source, "".join(o.get("text", "") for o in c.outputs)) for c in nb.cells if c.cell_type == "code"]
+
+
+@pytest.mark.skipif(not NOTEBOOK.exists(), reason="notebook not built yet")
+def test_notebook_prints_what_the_toolkit_computes(tree):
+    cells = _outputs(NOTEBOOK)
+    text = "\n".join(out for _, out in cells)
+    assert f"{len(CONFIG)} bytes, sha256 {hashlib.sha256(CONFIG).hexdigest()}" in text
+    assert td.text() in text
+    assert "schema errors for {'path': '/etc/passwd'}: []" in text
+    sources = [src for src, _ in cells]
+    widget = next(i for i, src in enumerate(sources) if src.strip().endswith("panel.widget"))
+    assert sources[widget + 1].strip() == "print(panel.text())"
+    assert cells[widget + 1][1].strip() == attempt(tree, "outside path").text()
+    for label in ("missing path", "outside path", "valid path"):
+        assert attempt(tree, label).status_line in text
+
+
+def _run_solution_with(overrides: dict[str, str]) -> AssertionError | None:
+    """Run the solution's cells in order, replacing the named function definitions; return the first failure."""
+    nb = nbformat.read(SOLUTION, as_version=4)
+    namespace: dict = {"__name__": "__exercise__"}
+    try:
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            exec(compile(cell.source, "<cell>", "exec"), namespace)
+            for name, source in overrides.items():
+                if f"def {name}(" in cell.source:
+                    exec(source, namespace)
+    except AssertionError as failure:
+        return failure
+    finally:
+        if "workdir" in namespace:
+            namespace["workdir"].cleanup()
+    return None
+
+
+@pytest.mark.skipif(not SOLUTION.exists(), reason="solution not built yet")
+def test_the_solution_passes_its_own_checks():
+    assert _run_solution_with({}) is None
+
+
+NAIVE_EXECUTOR = '''
+def execute_read_file(call):
+    """Refuses absolute paths, then trusts the rest: no look at "..", links or real locations."""
+    problems = shape_errors(call.arguments)
+    if problems:
+        return tk.ToolResult(call.call_id, tk.Status.REJECTED, failure_class=tk.FailureClass.SCHEMA,
+                             reason=problems[0].code, errors=tuple(problems))
+    path = call.arguments["path"]
+    if GUARD(path):
+        error = tk.ToolError("path_refused", "$.path", "outside the workspace")
+        return tk.ToolResult(call.call_id, tk.Status.REJECTED, failure_class=tk.FailureClass.AUTHORIZATION,
+                             reason="path_refused", errors=(error,))
+    try:
+        data = (tree.ws / path).read_bytes()
+    except OSError:
+        error = tk.ToolError("precondition_failed", "$.path", "no such file")
+        return tk.ToolResult(call.call_id, tk.Status.REJECTED, failure_class=tk.FailureClass.PRECONDITION,
+                             reason="precondition_failed", errors=(error,))
+    return tk.ToolResult(call.call_id, tk.Status.SUCCEEDED, output={"path": path, "content": data.decode()},
+                         evidence={"size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+'''
+#: An executor that refuses only absolute paths (so no test ever opens a real system file).
+ABSOLUTE_ONLY = NAIVE_EXECUTOR.replace("GUARD(path)", 'path.startswith("/")')
+#: An executor with the classic character-prefix guard.
+PREFIX_GUARD = NAIVE_EXECUTOR.replace(
+    "GUARD(path)", "not __import__('os').path.abspath(__import__('os').path.join(tree.ws, path))"
+                   ".startswith(str(tree.ws))")
+
+EAGER_STREAM = '''
+def run_stream(fragments, stop_reason, execute):
+    """Runs whatever text arrived, completion signal or not."""
+    import json
+    try:
+        arguments = json.loads("".join(fragments))
+    except ValueError:
+        arguments = {"path": "".join(fragments)}
+    return [execute(tk.request("read_file", arguments, call_id="call_1"))]
+'''
+
+
+@pytest.mark.skipif(not SOLUTION.exists(), reason="solution not built yet")
+@pytest.mark.parametrize("overrides, explained", [
+    ({"execute_read_file": ABSOLUTE_ONLY}, "check where a path REALLY leads"),
+    ({"execute_read_file": PREFIX_GUARD}, "compare whole path components"),
+    ({"run_stream": EAGER_STREAM}, "reached the executor"),
+    ({"shape_errors": "def shape_errors(arguments):\n    return []\n"}, "no path at all"),
+])
+def test_check_cells_explain_why_a_wrong_answer_is_wrong(overrides, explained):
+    failure = _run_solution_with(overrides)
+    assert failure is not None, "the checks accepted a wrong answer"
+    assert explained in str(failure), str(failure)
+    assert tempfile.gettempdir() + "/" not in str(failure), "a check message showed an absolute path"
