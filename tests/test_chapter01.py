@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import os
 import tempfile
 from pathlib import Path

@@ -14,7 +14,7 @@ import toolkit.workspace as wsmod
 from hostile_paths import (CAP, HOSTILE, LEGIT, SECRETS, build_tree, file_opens, recording_opens, stray_opens,
                            within)
 from toolkit.read_file import LAYERS, allowed_extensions, make_read_file
-from toolkit.workspace import HINTS, PathRefused, Workspace
+from toolkit.workspace import HINTS, Workspace
 
 
 @pytest.fixture(scope="module")
