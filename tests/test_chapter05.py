@@ -1,0 +1,284 @@
+"""Chapter 5, the ledger rule and the duplicate invoice: the rule's numbers, a ledger that survives a reopen,
+the real-crash trace and its two repairs, the crash matrix, racing processes, conflicts and in-progress keys,
+the timeout rules, and the invoice panel driven from plain Python."""
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import toolkit as tk
+from toolkit.catalog import CREATE_INVOICE, Books
+from toolkit.crash import CRASH_POINTS, KEY, ORDER, crash_matrix, matrix_table, race
+from toolkit.ledger import LedgerStatus
+from toolkit.present import invoice_panel
+from toolkit.present.invoice_panel import CRASH_CHOICES, InvoicePanel, matrix_html, plan
+from toolkit.timeouts import RetryKind, classify_retry, compensation_table, create_issue_illustration
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "notebooks" / "05_ledger_and_duplicate_invoice.ipynb"
+
+#: The chapter's five lines, as the seed writes them.
+SEED_TRACE = [
+    "t0  agent sends create_invoice(order-431, key=invoice:order-431:v1)",
+    "t1  billing service creates invoice INV-9",
+    "t2  process crashes before local ledger records the key",
+    "t3  agent retries without an external idempotency guarantee",
+    "t4  billing service creates INV-10 for the same order",
+]
+
+
+def new_books() -> Books:
+    return Books(orders={"order-431": {"approved": True}, "order-432": {"approved": True}})
+
+
+def shown_count(text: str) -> int:
+    """The invoice count on the panel's last line, read back from the text."""
+    last = text.splitlines()[-1]
+    assert last.startswith("invoices for order-431: "), last
+    return int(last.split(": ")[1].split()[0])
+
+
+# ------------------------------------------------------------------ the rule's numbers
+def test_ledger_rule_two_branches_with_the_chapter_numbers():
+    books = new_books()
+    L0: dict = {}
+    L1, first = tk.invoke(books.issue, ORDER, "invoice-431", L0)
+    assert (len(L0), len(L1), len(books.invoices)) == (0, 1, 1), "first call: one effect, ledger 0 -> 1 entry"
+    L2, again = tk.invoke(books.issue, ORDER, "invoice-431", L1)
+    assert (len(L2), len(books.invoices)) == (1, 1), "retry: still 1 entry and 1 visible invoice, not 2"
+    assert again == first and first["invoice_id"] == "INV-9"
+    ledger = tk.MemoryLedger()
+    statuses = [ledger.call("invoice-431", books.issue, ORDER, tool="create_invoice").status for _ in range(2)]
+    assert statuses == [LedgerStatus.RAN, LedgerStatus.REPLAYED] and len(ledger) == 1
+
+
+@pytest.mark.parametrize("times", [1, 2, 5])
+def test_at_least_once_delivery_through_a_ledger_is_one_effect(times):
+    straight, keyed, ledger = new_books(), new_books(), tk.MemoryLedger()
+    for _ in range(times):
+        straight.issue(ORDER)
+        ledger.invoke(KEY, keyed.issue, ORDER)
+    assert len(straight.invoices) == times and len(keyed.invoices) == 1
+
+
+def test_memory_ledger_forgets_at_a_restart_and_sqlite_survives_a_reopen(tmp_path):
+    books = new_books()
+    tk.MemoryLedger().call(KEY, books.issue, ORDER, tool="create_invoice")
+    assert tk.MemoryLedger().call(KEY, books.issue, ORDER, tool="create_invoice").status is LedgerStatus.RAN
+    assert len(books.invoices) == 2, "a restarted in-memory ledger lets the retry make a second invoice"
+    books = new_books()
+    with tk.SqliteLedger(tmp_path / "ledger.db") as ledger:
+        first = ledger.call(KEY, books.issue, ORDER, tool="create_invoice")
+    with tk.SqliteLedger(tmp_path / "ledger.db") as ledger:
+        again = ledger.call(KEY, books.issue, ORDER, tool="create_invoice")
+        assert again.status is LedgerStatus.REPLAYED and again.result == first.result
+        assert len(ledger) == 1 and [e["state"] for e in ledger.entries()] == ["done"]
+    assert [i["invoice_id"] for i in books.invoices] == ["INV-9"]
+
+
+# ------------------------------------------------------------------ the trace and the repairs, through the panel
+def test_panel_starts_at_the_seed_trace_with_two_invoices():
+    panel = InvoicePanel()
+    lines = panel.text().splitlines()
+    start = lines.index(SEED_TRACE[0])
+    assert lines[start:start + 5] == SEED_TRACE, "the panel must show the chapter's five lines, from a real run"
+    assert panel.outcome["crashed"], "the first agent process must really be killed"
+    assert panel.invoice_count == 2 == shown_count(panel.text())
+    assert "INV-9, INV-10" in lines[-1] and "just after the crash: invoices INV-9; ledger (empty)" in lines
+
+
+def test_both_repairs_turn_two_invoices_into_one():
+    panel = InvoicePanel()
+    assert shown_count(panel.text()) == 2
+    atomic = panel.set(atomic=True)
+    assert shown_count(atomic) == 1 and "rolls back, invoice included" in atomic
+    keyed = panel.set(atomic=False, honours=True)
+    assert shown_count(keyed) == 1 and "billing service recognizes the key and returns INV-9" in keyed
+    assert "ledger invoice:order-431:v1 pending" in keyed, "the keyed crash leaves a visible pending row"
+
+
+def test_durable_key_fixes_the_crash_after_the_ledger_write_but_not_before_it():
+    panel = InvoicePanel(durable=False, crash="after_ledger")
+    assert shown_count(panel.text()) == 2 and "note: the key was recorded in memory" in panel.text()
+    assert shown_count(panel.set(durable=True)) == 1, "on disk the key survives: 2 -> 1"
+    assert shown_count(panel.set(crash="after_effect_before_ledger")) == 2, "durable alone cannot close the gap"
+    assert shown_count(panel.set(atomic=True)) == 1
+
+
+@pytest.mark.parametrize("durable", [True, False])
+@pytest.mark.parametrize("atomic", [True, False])
+@pytest.mark.parametrize("honours", [True, False])
+def test_every_setting_counts_what_the_ledger_rule_predicts(durable, atomic, honours):
+    """Duplicates exactly when neither repair is on and the key is not safe when the process dies."""
+    for point in CRASH_POINTS:
+        panel = InvoicePanel(durable=durable, atomic=atomic, honours=honours, crash=point)
+        key_lost = point == "after_effect_before_ledger" or (not durable and point == "after_ledger")
+        expected = 2 if (not atomic and not honours and key_lost) else 1
+        assert panel.invoice_count == expected == shown_count(panel.text()), \
+            f"durable={durable}, atomic={atomic}, honours={honours}, crash at {point}: expected {expected}"
+        chosen = panel.plan
+        assert chosen.mode == ("atomic" if atomic else "keyed" if honours else "naive")
+        assert panel.text().splitlines()[1].startswith(f"run: {chosen.mode} agent")
+
+
+def test_plan_says_when_it_maps_a_setting_onto_another_run():
+    assert plan(True, False, False, "after_ledger") == invoice_panel.Plan("naive", "after_ledger")
+    memory = plan(False, False, True, "after_ledger")
+    assert (memory.mode, memory.crash_at) == ("keyed", "after_effect_before_ledger") and memory.notes
+    assert plan(False, True, True, "none").mode == "atomic" and len(plan(False, True, True, "none").notes) == 2
+    with pytest.raises(ValueError, match="crash point"):
+        plan(True, False, False, "t7")
+
+
+def test_dropdown_offers_the_toolkit_points_and_no_crash():
+    assert [value for _, value in CRASH_CHOICES] == list(CRASH_POINTS)
+    assert dict(CRASH_CHOICES)["no crash"] == "none"
+    panel = InvoicePanel(crash="no crash")
+    assert panel.crash.value == "none" and "| no crash" in panel.text().splitlines()[0]
+    assert not panel.outcome["crashed"] and shown_count(panel.text()) == 1
+
+
+def test_runs_are_cached_and_set_runs_once(monkeypatch):
+    calls = []
+    real = invoice_panel.run_scenario
+
+    def counting(mode, crash_at):
+        calls.append((mode, crash_at))
+        return real(mode, crash_at)
+
+    monkeypatch.setattr(invoice_panel, "run_scenario", counting)
+    invoice_panel.clear_cache()
+    try:
+        panel = InvoicePanel()
+        panel.set(durable=False, atomic=True, honours=True, crash="after_ledger")
+        assert calls == [("naive", "after_effect_before_ledger"), ("atomic", "after_ledger")], \
+            "a set(...) that changes four controls must run one scenario, not four"
+        panel.set(durable=True, atomic=False, honours=False, crash="after_effect_before_ledger")
+        InvoicePanel()
+        assert len(calls) == 2, "a setting seen before is served from the cache"
+    finally:
+        invoice_panel.clear_cache()
+
+
+def test_a_click_updates_the_text_and_the_html_view():
+    panel = InvoicePanel()
+    panel.atomic.value = True              # a click on the widget itself, not through .set
+    assert shown_count(panel.text()) == 1 and "atomic ledger: on" in panel.text()
+    assert "one invoice, as promised" in panel.view.value and "#1a7f37" in panel.view.value
+    panel.crash.value = "before_send"
+    assert "crash at before_send" in panel.text()
+
+
+def test_an_unknown_crash_point_is_refused_and_changes_nothing():
+    panel = InvoicePanel()
+    before = panel.text()
+    with pytest.raises(ValueError, match="crash must be one of"):
+        panel.set(atomic=True, crash="t9")
+    assert panel.text() == before and panel.atomic.value is False
+
+
+# ------------------------------------------------------------------ matrix, races, refusals
+def test_crash_matrix_has_one_red_cell():
+    rows = crash_matrix()
+    assert {(r["crash_at"], m) for r in rows for m in ("naive", "atomic", "keyed") if r[m] != 1} == \
+        {("after_effect_before_ledger", "naive")}
+    assert matrix_table(rows).splitlines()[2].split() == ["after_effect_before_ledger", "2", "1", "1"]
+    page = matrix_html(rows)
+    assert page.count("#ffebe9") == 1 and page.count("#dafbe1") == 11
+    assert "<code>after_ledger</code>" in page
+    assert "&lt;b&gt;" in matrix_html([{"crash_at": "<b>", "x": 1}]), "cells are escaped"
+
+
+@pytest.mark.parametrize("mode", ["atomic", "external"])
+def test_racing_processes_get_one_effect_per_key(mode):
+    result = race(processes=4, keys=20, mode=mode)
+    assert (result["calls"], result["effects"], result["effects_per_key"]) == (80, 20, [1])
+    assert result["answers"] == {"ran": 20, "replayed": 60} and result["exit_codes"] == [0, 0, 0, 0]
+
+
+def test_conflict_and_in_progress_answers(tmp_path):
+    books = new_books()
+    with tk.SqliteLedger(tmp_path / "l.db") as ledger:
+        ledger.call(KEY, books.issue, ORDER, tool="create_invoice")
+        conflict = ledger.call(KEY, books.issue, {**ORDER, "amount": 99.0}, tool="create_invoice")
+        assert conflict.status is LedgerStatus.CONFLICT and conflict.error.code == "idempotency_conflict"
+        assert conflict.to_result("call_7").status is tk.Status.REJECTED
+        assert ledger.call(KEY, books.issue, {**ORDER, "amount": 120}, tool="create_invoice").status \
+            is LedgerStatus.REPLAYED, "120 and 120.0 are the same argument"
+    assert len(books.invoices) == 1
+
+    books = new_books()
+    order = {**ORDER, "order_id": "order-432", "idempotency_key": "invoice:order-432:v1"}
+
+    def lost_answer(arguments):
+        books.issue(arguments)
+        raise tk.ToolFailure(tk.Status.TIMEOUT, "no_answer", "no answer within 5 s", tk.FailureClass.TIMEOUT)
+
+    def record(arguments):
+        found = books.invoices_with_key(arguments["idempotency_key"])
+        return {"invoice_id": found[0]["invoice_id"]} if found else None
+
+    with tk.SqliteLedger(tmp_path / "claims.db") as ledger:
+        key = order["idempotency_key"]
+        assert ledger.call(key, lost_answer, order, tool="create_invoice").status is LedgerStatus.PENDING
+        waiting = ledger.call(key, books.issue, order, tool="create_invoice")
+        assert waiting.status is LedgerStatus.IN_PROGRESS and waiting.error.code == "in_progress"
+        settled = ledger.reconcile(key, order, record, tool="create_invoice")
+        assert settled.status is LedgerStatus.RECONCILED and settled.result == {"invoice_id": "INV-9"}
+        assert ledger.call(key, books.issue, order, tool="create_invoice").status is LedgerStatus.REPLAYED
+    assert len(books.invoices) == 1, "an unknown outcome must never be settled by running the effect again"
+
+
+def test_inquiry_replays_and_new_proposal_duplicates():
+    original = tk.request("create_invoice", ORDER, call_id="call_1", idempotency_key=KEY)
+    inquiry = tk.request("create_invoice", ORDER, call_id="call_2", idempotency_key=KEY)
+    proposal = tk.request("create_invoice", ORDER, call_id="call_2")
+    assert classify_retry(original, inquiry) is RetryKind.INQUIRY
+    assert classify_retry(original, proposal) is RetryKind.NEW_PROPOSAL
+    other = tk.request("create_invoice", {**ORDER, "amount": 99.0}, call_id="call_2", idempotency_key=KEY)
+    assert classify_retry(original, other) is RetryKind.CONFLICT
+    agent = tk.Caller("agent-427", frozenset({"billing.write"}))
+    counts = {}
+    for label, retry in (("inquiry", inquiry), ("proposal", proposal)):
+        books = new_books()
+        host = tk.Host.of([tk.Tool(CREATE_INVOICE, books.issue)], agent, books)
+        tk.evaluate(tk.State("t"), tk.ScriptedPolicy([original, retry]), host, tk.MemoryLedger())
+        counts[label] = len(books.invoices)
+    assert counts == {"inquiry": 1, "proposal": 2}
+
+
+def test_create_issue_blind_retry_makes_two_and_key_record_human_make_one():
+    issues = {row["strategy"]: row["issues"] for row in create_issue_illustration()}
+    assert issues["retry blindly"] == 2
+    for strategy in ("idempotency key", "record lookup", "human confirmation"):
+        assert issues[strategy] == 1, strategy
+    assert tk.ToolResult("c", tk.Status.TIMEOUT).next_step.startswith("check the execution record")
+
+
+def test_notifications_payments_and_deletions_cannot_be_compensated():
+    table = {row["effect"]: row["compensable"] for row in compensation_table()}
+    assert {effect for effect, ok in table.items() if not ok} == {"send a notification", "make a payment",
+                                                                  "delete data"}
+
+
+# ------------------------------------------------------------------ the committed notebook
+def stored_text(nb) -> str:
+    return "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
+                     if o.output_type == "stream")
+
+
+def test_notebook_stores_the_chapter_facts_and_cleans_up():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    text = stored_text(nb)
+    assert "\n".join(SEED_TRACE) in text, "the real run's five lines"
+    assert "invoices for order-431: 2 ['INV-9 order-431', 'INV-10 order-431']" in text
+    assert matrix_table(crash_matrix()) in text
+    assert "80 calls -> 20 effects; effects per key: [1]" in text and "waited" not in text
+    assert "ledger 0 -> 1 entry" in text and "ledger 1 -> 1 entry, result INV-9, visible invoices 1" in text
+    assert "temporary files removed: True" in text
+    panel_cell = next(c for c in nb.cells if c.cell_type == "code" and c.source.strip() == "print(panel.text())")
+    assert panel_cell.outputs[0]["text"] == InvoicePanel().text() + "\n"
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "## Summary" in markdown and "exercises/05_atomic_ledger.ipynb" in markdown
+    assert "/tmp/" not in text and not re.search(r"\bpids?\b", text, re.IGNORECASE)

@@ -1,0 +1,218 @@
+"""A live view of the duplicate-invoice trace: choose the guards and the crash point, watch the invoices.
+
+Every trace the panel shows comes from ``toolkit.crash.run_scenario``: a child
+process really dies (SIGKILL) at the chosen point, a second one retries, and
+the invoices are counted in billing's own database. A run gives the same
+trace every time, so each (agent, crash point) is run once and cached.
+
+``toolkit.crash`` has three agents, each keeping its ledger in a SQLite file.
+The panel's three switches are mapped onto them (``plan`` says which run a
+setting plays, and why):
+
+* **atomic ledger** on: the ``atomic`` agent. Its ledger lives in billing's
+  database, so it is on disk whatever "durable key" says, and billing's own
+  key check plays no part: the invoice and the key commit together.
+* else **billing honours keys** on: the ``keyed`` agent (pending -> done
+  locally; billing recognizes the key on a retry).
+* else: the ``naive`` agent (invoice first, ledger row in a separate step).
+* **durable key** off: the ledger lives in the agent's memory and dies with
+  its process. ``toolkit.crash`` has no in-memory agent, so a crash *after*
+  the key was recorded is played as a crash *before* it: after a SIGKILL the
+  two leave the same ledger, an empty one. Without a crash the living process
+  answers the retry from its memory, as the durable ledger does.
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ..crash import CRASH_POINTS, run_scenario
+
+#: The dropdown: the toolkit's crash points by name, and "no crash".
+CRASH_CHOICES: tuple[tuple[str, str], ...] = tuple((("no crash" if p == "none" else p), p) for p in CRASH_POINTS)
+
+#: What each agent is, in the words the panel shows.
+AGENTS = {
+    "naive": "invoice first, then the ledger row in a separate step; billing ignores keys",
+    "atomic": "invoice and ledger row in one SQLite transaction, in billing's database",
+    "keyed": "ledger row pending -> done around the call; billing recognizes the key",
+}
+
+_RUNS: dict[tuple[str, str], dict[str, Any]] = {}
+
+
+def scenario(mode: str, crash_at: str) -> dict[str, Any]:
+    """``run_scenario(mode, crash_at)``, run once per pair and then served from a cache."""
+    if (mode, crash_at) not in _RUNS:
+        _RUNS[(mode, crash_at)] = run_scenario(mode, crash_at)
+    return _RUNS[(mode, crash_at)]
+
+
+def clear_cache() -> None:
+    """Forget every cached run (the next view runs its scenario again)."""
+    _RUNS.clear()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Which real run a setting plays: the crash.py agent, the crash point, and notes on the mapping."""
+
+    mode: str
+    crash_at: str
+    notes: tuple[str, ...] = ()
+
+
+def plan(durable: bool, atomic: bool, honours: bool, crash_at: str) -> Plan:
+    """Map the three switches and a crash point onto a ``toolkit.crash`` run (see the module docstring)."""
+    if crash_at not in CRASH_POINTS:
+        raise ValueError(f"crash point must be one of {tuple(CRASH_POINTS)}, not {crash_at!r}")
+    notes: list[str] = []
+    if atomic:
+        mode = "atomic"
+        if not durable:
+            notes.append("an atomic ledger lives in billing's database, so the key is on disk anyway")
+        if honours:
+            notes.append("billing's own key check plays no part: the invoice and the key commit together")
+    else:
+        mode = "keyed" if honours else "naive"
+    point = crash_at
+    if not durable and not atomic:
+        if crash_at == "after_ledger":
+            point = "after_effect_before_ledger"
+            notes.append("the key was recorded in memory and died with the process: "
+                         "played as a crash before the ledger records it")
+        elif crash_at == "none":
+            notes.append("no crash: the living process still holds the key in memory and answers the retry")
+    return Plan(mode, point, tuple(notes))
+
+
+def _listed(items: Sequence[str]) -> str:
+    return ", ".join(items) if items else "(empty)"
+
+
+def outcome_text(setting: Mapping[str, Any], chosen: Plan, outcome: Mapping[str, Any]) -> str:
+    """What the panel shows: the setting, the run it plays, the trace, and the invoices at the end."""
+    on = {True: "on", False: "off"}
+
+    def crash(point: str) -> str:
+        return "no crash" if point == "none" else f"crash at {point}"
+
+    lines = [f"durable key: {on[setting['durable']]} | atomic ledger: {on[setting['atomic']]} | "
+             f"billing honours keys: {on[setting['honours']]} | {crash(setting['crash_at'])}",
+             f"run: {chosen.mode} agent, {crash(chosen.crash_at)}: {AGENTS[chosen.mode]}"]
+    lines += [f"note: {note}" for note in chosen.notes]
+    lines += list(outcome["trace"])
+    if outcome["crashed"]:
+        after = outcome["after_crash"]
+        in_memory = not setting["durable"] and chosen.mode != "atomic"
+        ledger = "(in memory: gone with the process)" if in_memory else _listed(after["ledger"])
+        lines.append(f"just after the crash: invoices {_listed([i.split()[0] for i in after['invoices']])}; "
+                     f"ledger {ledger}")
+    names = [i.split()[0] for i in outcome["invoices"]]
+    count = outcome["invoice_count"]
+    verdict = ("a duplicate: the invoice was made before its key was safe" if count > 1
+               else "one invoice, as promised" if count == 1 else "no invoice")
+    lines.append(f"invoices for order-431: {count} ({_listed(names)}) - {verdict}")
+    return "\n".join(lines)
+
+
+def matrix_html(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Crash-matrix rows (``{"crash_at": ..., column: invoices, ...}``) as an HTML table: 1 green, else red."""
+    columns = [k for k in rows[0] if k != "crash_at"] if rows else []
+    head = "".join(f"<th style='padding:2px 10px'>{html.escape(str(c))}</th>" for c in columns)
+    body = []
+    for row in rows:
+        cells = "".join(
+            f"<td style='padding:2px 10px;text-align:center;background:{'#dafbe1' if row[c] == 1 else '#ffebe9'}'>"
+            f"{html.escape(str(row[c]))}</td>" for c in columns)
+        body.append(f"<tr><td style='padding:2px 10px'><code>{html.escape(str(row['crash_at']))}</code></td>"
+                    f"{cells}</tr>")
+    return ("<table><tr><th style='padding:2px 10px'>crash point</th>" + head + "</tr>"
+            + "".join(body) + "</table>")
+
+
+class InvoicePanel:
+    """Three switches and a crash-point dropdown over the real duplicate-invoice run.
+
+    Drive it from Python with ``.set(durable=..., atomic=..., honours=...,
+    crash=...)`` and read ``.text()``; a click in the notebook updates the same
+    text. ``.outcome`` is the run behind what is shown, as plain data.
+    """
+
+    def __init__(self, durable: bool = True, atomic: bool = False, honours: bool = False,
+                 crash: str = "after_effect_before_ledger"):
+        import ipywidgets as w
+
+        self._holding = False
+        layout = w.Layout(width="auto")
+        self.durable = w.Checkbox(value=durable, description="durable key (ledger on disk; off: in memory)",
+                                  indent=False, layout=layout)
+        self.atomic = w.Checkbox(value=atomic, description="atomic ledger (invoice + key in one transaction)",
+                                 indent=False, layout=layout)
+        self.honours = w.Checkbox(value=honours, description="billing honours keys", indent=False, layout=layout)
+        self.crash = w.Dropdown(options=list(CRASH_CHOICES), value=self._point(crash), description="crash",
+                                style={"description_width": "initial"})
+        self.view = w.HTML()
+        for control in (self.durable, self.atomic, self.honours, self.crash):
+            control.observe(self._update, names="value")
+        self.widget = w.VBox([w.HBox([self.durable, self.atomic, self.honours]), self.crash, self.view])
+        self._update()
+
+    @staticmethod
+    def _point(crash: str) -> str:
+        point = "none" if crash == "no crash" else crash
+        if point not in CRASH_POINTS:
+            raise ValueError(f"crash must be one of {[label for label, _ in CRASH_CHOICES]}, not {crash!r}")
+        return point
+
+    def set(self, durable: bool | None = None, atomic: bool | None = None, honours: bool | None = None,
+            crash: str | None = None) -> str:
+        """Flip any switch or pick a crash point, as a student would, and return what is shown (one run)."""
+        point = None if crash is None else self._point(crash)
+        self._holding = True
+        try:
+            for control, value in ((self.durable, durable), (self.atomic, atomic), (self.honours, honours),
+                                   (self.crash, point)):
+                if value is not None:
+                    control.value = value
+        finally:
+            self._holding = False
+        self._update()
+        return self.text()
+
+    @property
+    def setting(self) -> dict[str, Any]:
+        return {"durable": self.durable.value, "atomic": self.atomic.value, "honours": self.honours.value,
+                "crash_at": self.crash.value}
+
+    @property
+    def plan(self) -> Plan:
+        s = self.setting
+        return plan(s["durable"], s["atomic"], s["honours"], s["crash_at"])
+
+    @property
+    def invoice_count(self) -> int:
+        return self.outcome["invoice_count"]
+
+    def text(self) -> str:
+        return self._text
+
+    def _update(self, _change: object = None) -> None:
+        if self._holding:
+            return
+        chosen = self.plan
+        self.outcome = scenario(chosen.mode, chosen.crash_at)
+        self._text = outcome_text(self.setting, chosen, self.outcome)
+        colour = "#cf222e" if self.outcome["invoice_count"] != 1 else "#1a7f37"
+        self.view.value = (f"<pre style='border-left:4px solid {colour};padding-left:8px'>"
+                           f"{html.escape(self._text)}</pre>")
+
+    def _ipython_display_(self) -> None:  # pragma: no cover - display only
+        from IPython.display import display
+
+        display(self.widget)
+
+
+__all__ = ["AGENTS", "CRASH_CHOICES", "InvoicePanel", "Plan", "clear_cache", "matrix_html", "outcome_text", "plan",
+           "scenario"]
