@@ -237,11 +237,11 @@ def test_episode_transcript_line_for_line(tmp_path):
         f"  sha256 before {sha256_bytes(before)[:12]}  after {sha256_bytes(after)[:12]}",
         "",
         "interpreter:",
-        '  step 1: rejected edit_file({"patch": "use load_manifest(BOOK_DIR)", "path": "scripts/build_site.py"}) '
+        '  step 1: rejected edit_file({"path": "scripts/build_site.py", "patch": "use load_manifest(BOOK_DIR)"}) '
         "#call_1 -> rejected (missing_required)",
-        '  step 2: result   inspect_exports({"module": "publication_manifest"}) #call_2 -> succeeded (succeeded)',
-        '  step 3: result   edit_file({"file_path": "scripts/build_site.py", "new_text": "from publication_manifest'
-        '...) #call_3 -> succeeded (succeeded)',
+        '  step 2: result   inspect_exports({"module": "publication_manifest"}) #call_2 -> succeeded',
+        '  step 3: result   edit_file({"file_path": "scripts/build_site.py", "old_text": "MANIFEST = json.loads((BO'
+        '...) #call_3 -> succeeded',
     ]
     assert episode.transcript().splitlines() == expected
     assert str(tmp_path) not in episode.transcript()

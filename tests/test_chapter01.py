@@ -51,7 +51,7 @@ def spy_host(tree):
     return tk.Host.of([tk.Tool(real.contract, run)]), ran
 
 
-# ------------------------------------------------------------------ the seed's three cases
+# ------------------------------------------------------------------ the chapter's three cases
 def test_three_cases_give_three_distinct_statuses_and_only_the_valid_one_opens_a_file(tree):
     seen = {label: attempt(tree, label) for label in ("missing path", "outside path", "valid path")}
     assert {label: (a.result.status, a.result.failure_class) for label, a in seen.items()} == {

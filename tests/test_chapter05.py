@@ -18,7 +18,7 @@ from toolkit.timeouts import RetryKind, classify_retry, compensation_table, crea
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "05_ledger_and_duplicate_invoice.ipynb"
 
-#: The chapter's five lines, as the seed writes them.
+#: The chapter's five lines, as the chapter writes them.
 SEED_TRACE = [
     "t0  agent sends create_invoice(order-431, key=invoice:order-431:v1)",
     "t1  billing service creates invoice INV-9",
@@ -231,16 +231,16 @@ def test_conflict_and_in_progress_answers(tmp_path):
 
 
 def test_inquiry_replays_and_new_proposal_duplicates():
-    original = tk.request("create_invoice", ORDER, call_id="call_1", idempotency_key=KEY)
-    inquiry = tk.request("create_invoice", ORDER, call_id="call_2", idempotency_key=KEY)
-    proposal = tk.request("create_invoice", ORDER, call_id="call_2")
-    assert classify_retry(original, inquiry) is RetryKind.INQUIRY
-    assert classify_retry(original, proposal) is RetryKind.NEW_PROPOSAL
-    other = tk.request("create_invoice", {**ORDER, "amount": 99.0}, call_id="call_2", idempotency_key=KEY)
-    assert classify_retry(original, other) is RetryKind.CONFLICT
+    original = tk.request("create_invoice", ORDER, call_id="call_1")          # the key travels in the arguments
+    inquiry = tk.request("create_invoice", ORDER, call_id="call_2")
+    fresh = tk.request("create_invoice", {**ORDER, "idempotency_key": KEY + "-b"}, call_id="call_2")
+    other = tk.request("create_invoice", {**ORDER, "amount": 99.0}, call_id="call_2")
+    assert classify_retry(original, inquiry, CREATE_INVOICE) is RetryKind.INQUIRY
+    assert classify_retry(original, fresh, CREATE_INVOICE) is RetryKind.NEW_PROPOSAL
+    assert classify_retry(original, other, CREATE_INVOICE) is RetryKind.CONFLICT
     agent = tk.Caller("agent-427", frozenset({"billing.write"}))
     counts = {}
-    for label, retry in (("inquiry", inquiry), ("proposal", proposal)):
+    for label, retry in (("inquiry", inquiry), ("proposal", fresh)):
         books = new_books()
         host = tk.Host.of([tk.Tool(CREATE_INVOICE, books.issue)], agent, books)
         tk.evaluate(tk.State("t"), tk.ScriptedPolicy([original, retry]), host, tk.MemoryLedger())

@@ -1,4 +1,4 @@
-"""Chapter 8, streaming and parallel calls: the seed's frames, the recorded streams, the slider panel driven from
+"""Chapter 8, streaming and parallel calls: the sketch's frames, the recorded streams, the slider panel driven from
 plain Python, the resource table reproduced by the scheduler, concurrency measured in logical steps, partial
 success, and the crossed wires."""
 import json
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import toolkit as tk
 from toolkit import scheduler
 from toolkit.read_file import path_guard
-from toolkit.streaming import SEED_FRAMES, AnthropicStream, Assembler, anthropic_stream, frames, openai_stream
+from toolkit.streaming import SKETCH_FRAMES, AnthropicStream, Assembler, anthropic_stream, frames, openai_stream
 from toolkit.vendors import IdMap, Refusal, fixture
 from toolkit.present.schedule_plots import StepRecorder, timeline, timeline_text, timelines
 from toolkit.present.stream_panel import WAITING, StreamPanel, describe_chunk, replay, split_events
@@ -72,15 +72,15 @@ ORDER = [c.call_id for c in ROUND]
 ABC = [read("A.md", "call_A"), read("B.md", "call_B"), write("../C.md", "summary of A and B", "call_C")]
 
 
-# ------------------------------------------------------------------ 8.1 the seed's frames
+# ------------------------------------------------------------------ 8.1 the sketch's frames
 def test_seed_frames_are_not_executable_until_the_completion_event(host):
-    rows = frames(SEED_FRAMES)
+    rows = frames(SKETCH_FRAMES)
     assert [r["frame"] for r in rows] == ["t1", "t2", "t3", "t4", "completion event"]
     assert [r["runnable"] for r in rows] == [False] * 4 + [True]
     assert rows[2]["keys"] == ["$.name", "$.arguments", "$.arguments.path"]   # a path is coming, not which one
     assert rows[-1]["call"] == 'read_file({"path": "src/config.ts"}) #call_1'
     assembler = Assembler(envelope=True)
-    for fragment in SEED_FRAMES:
+    for fragment in SKETCH_FRAMES:
         assembler.add(0, arguments=fragment)
         refused = host.execute(assembler.preview(0))
         assert refused.status is tk.Status.REJECTED and refused.reason == "not_a_call"
@@ -91,8 +91,8 @@ def test_seed_frames_are_not_executable_until_the_completion_event(host):
 
 
 def test_t4_is_valid_json_yet_refused_without_the_completion_event():
-    json.loads("".join(SEED_FRAMES))                        # the text is complete JSON...
-    last = frames(SEED_FRAMES, complete=False)[-1]
+    json.loads("".join(SKETCH_FRAMES))                        # the text is complete JSON...
+    last = frames(SKETCH_FRAMES, complete=False)[-1]
     assert last["runnable"] is False and "without a completion signal" in last["call"]
 
 

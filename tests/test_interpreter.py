@@ -35,14 +35,35 @@ def test_retry_with_the_same_key_replays_and_does_not_duplicate():
     assert state.observations[0].result == state.observations[1].result
 
 
-def test_retry_without_the_key_is_a_new_proposal():
+def test_retry_without_the_original_key_is_a_new_proposal():
     host, books = setup()
     first = tk.request("create_invoice", ARGS, call_id="a")
-    again = tk.request("create_invoice", ARGS, call_id="b")   # same intent, no idempotency key: new proposal
-    tk.evaluate(tk.State("t"), tk.ScriptedPolicy([first, again]), host, tk.MemoryLedger())
-    assert len(books.invoices) == 2   # and the postcondition caught the broken promise on the second
-    assert host.log[-1].result.status is tk.Status.FAILED
-    assert host.log[-1].result.failure_class is tk.FailureClass.POSTCONDITION
+    fresh = tk.request("create_invoice", {**ARGS, "idempotency_key": "invoice:order-431:v2"}, call_id="b")
+    tk.evaluate(tk.State("t"), tk.ScriptedPolicy([first, fresh]), host, tk.MemoryLedger())
+    assert [i["invoice_id"] for i in books.invoices] == ["INV-9", "INV-10"]   # two invoices for order-431
+
+
+def test_the_key_inside_the_arguments_is_the_ledger_key():
+    host, books = setup()
+    calls = [tk.request("create_invoice", ARGS, call_id=c) for c in ("a", "b")]   # two deliveries, new call ids
+    state = tk.evaluate(tk.State("t"), tk.ScriptedPolicy(calls), host, tk.MemoryLedger())
+    assert len(books.invoices) == 1
+    assert [o.result.call_id for o in state.observations] == ["a", "b"]
+
+
+def test_disagreeing_keys_are_refused():
+    host, books = setup()
+    call = tk.request("create_invoice", ARGS, call_id="a", idempotency_key="other-key")
+    state = tk.evaluate(tk.State("t"), tk.ScriptedPolicy([call]), host, tk.MemoryLedger())
+    assert books.invoices == [] and state.observations[0].result.reason == "idempotency_conflict"
+
+
+def test_a_verdict_answers_for_its_own_call_only():
+    host, books = setup()
+    good = tk.request("create_invoice", ARGS, call_id="good")
+    bad = tk.request("create_invoice", {"order_id": "order-431"}, call_id="bad")
+    result = host.execute(bad, host.check(good))       # a borrowed verdict is not trusted
+    assert result.status is tk.Status.REJECTED and result.call_id == "bad" and books.invoices == []
 
 
 def test_ledger_rule_two_branches():
@@ -68,8 +89,8 @@ def test_loop_is_bounded():
 
 def test_same_key_with_different_arguments_is_a_conflict_not_a_replay():
     host, books = setup()
-    first = tk.request("create_invoice", ARGS, call_id="a", idempotency_key="k1")
-    changed = tk.request("create_invoice", {**ARGS, "amount": 999}, call_id="b", idempotency_key="k1")
+    first = tk.request("create_invoice", ARGS, call_id="a")
+    changed = tk.request("create_invoice", {**ARGS, "amount": 999}, call_id="b")
     state = tk.evaluate(tk.State("t"), tk.ScriptedPolicy([first, changed]), host, tk.MemoryLedger())
     second = state.observations[1].result
     assert len(books.invoices) == 1

@@ -32,7 +32,7 @@ def count_invoices(ledger):
     return ledger.conn.execute("SELECT count(*) FROM invoices").fetchone()[0]
 
 
-# --------------------------------------------------------------------------- the seed's numbers
+# --------------------------------------------------------------------------- the chapter's numbers
 
 def test_pure_rule_leaves_the_old_ledger_alone(books):
     empty = {}

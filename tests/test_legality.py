@@ -1,4 +1,4 @@
-"""The legality indicator, the three layers, and the seed's worked numbers."""
+"""The legality indicator, the three layers, and the chapter's worked numbers."""
 import pytest
 
 import toolkit as tk

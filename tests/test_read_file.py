@@ -1,4 +1,4 @@
-"""read_file through the host: the seed's three cases, each layer, and the proof that nothing outside is opened."""
+"""read_file through the host: the chapter's three cases, each layer, and the proof that nothing outside is opened."""
 from __future__ import annotations
 
 import hashlib
@@ -42,7 +42,7 @@ def shows_nothing_private(result: tk.ToolResult, tree) -> bool:
     return str(tree.base) not in text and not any(secret.decode() in text for secret in SECRETS)
 
 
-# ------------------------------------------------------------ the seed's three
+# ------------------------------------------------------------ the chapter's three
 def test_the_three_cases_get_three_different_statuses(tree, host):
     missing, opens_missing = call(host, {}, "c1")
     outside, opens_outside = call(host, {"path": "/etc/passwd"}, "c2")

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import toolkit as tk
 from toolkit import schema, streaming
-from toolkit.streaming import Assembler, Preview, SEED_FRAMES, anthropic_stream, openai_stream
+from toolkit.streaming import Assembler, Preview, SKETCH_FRAMES, anthropic_stream, openai_stream
 from toolkit.vendors import IdMap, Refusal, fixture
 
 READ_SCHEMA = {"type": "object",
@@ -40,7 +40,7 @@ def test_seed_frames_are_parseable_only_after_the_completion_event():
     asm = Assembler(envelope=True)
     host, ran = spy_host()
     seen_keys = []
-    for frame in SEED_FRAMES:
+    for frame in SKETCH_FRAMES:
         asm.add(0, arguments=frame)
         preview = asm.preview(0)
         assert isinstance(preview, Preview) and not isinstance(preview, tk.ToolCall)
@@ -48,7 +48,7 @@ def test_seed_frames_are_parseable_only_after_the_completion_event():
     # at t1..t4 the host holds fragments only; t3 shows that a path is coming, not which one
     assert seen_keys[0] == ("$.name",)
     assert seen_keys[2] == ("$.name", "$.arguments", "$.arguments.path")
-    assert asm.preview(0).text == "".join(SEED_FRAMES)
+    assert asm.preview(0).text == "".join(SKETCH_FRAMES)
     assert ran == []
     [call] = asm.finish("complete")
     assert isinstance(call, tk.ToolCall)
@@ -57,7 +57,7 @@ def test_seed_frames_are_parseable_only_after_the_completion_event():
 
 
 def test_frames_table_marks_only_the_completion_row_runnable():
-    rows = streaming.frames(SEED_FRAMES)
+    rows = streaming.frames(SKETCH_FRAMES)
     assert [r["frame"] for r in rows] == ["t1", "t2", "t3", "t4", "completion event"]
     assert [r["runnable"] for r in rows] == [False, False, False, False, True]
     assert rows[-1]["call"].startswith('read_file({"path": "src/config.ts"})')
@@ -67,7 +67,7 @@ def test_frames_table_marks_only_the_completion_row_runnable():
 def test_a_cut_seed_stream_never_reaches_the_executor(cut):
     # even after t4, whose text happens to be complete JSON, no completion event means no call
     asm = Assembler(envelope=True)
-    for frame in SEED_FRAMES[:cut]:
+    for frame in SKETCH_FRAMES[:cut]:
         asm.add(0, arguments=frame)
     outcome = asm.finish(None)
     host, ran = spy_host()

@@ -28,7 +28,7 @@ class ToolCall:
         import json
 
         try:
-            args = json.dumps(self.arguments, sort_keys=True, default=repr)
+            args = json.dumps(self.arguments, default=repr)   # keys in the order the model sent them
         except (TypeError, ValueError):  # pragma: no cover - default=repr covers it
             args = repr(self.arguments)
         if len(args) > 80:

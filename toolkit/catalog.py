@@ -71,6 +71,7 @@ CREATE_INVOICE = Contract(
     risk=1.0,
     reversible=False,
     retry=Retry.SAFE_WITH_KEY,
+    idempotency_field="idempotency_key",
     risk_category="external financial record",
     evidence=("invoice id", "ledger entry"),
     writes=("order:{order_id}",),

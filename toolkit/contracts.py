@@ -43,6 +43,7 @@ class Condition:
     field: str = ""   # the argument the condition is about, so a failure points at it
 
     def failure(self, code: str, hint: str = "") -> ToolError:
+        """The structured error this condition produces when its predicate says False."""
         pointer = f"$.{self.field}" if self.field else "$"
         return ToolError(code, pointer, f"{self.name} failed: {self.description}",
                          expected=self.description, received="not satisfied", hint=hint)
@@ -76,6 +77,7 @@ class Contract:
     writes: tuple[str, ...] = ()
     secret_fields: tuple[str, ...] = ()
     needs_approval: bool = False
+    idempotency_field: str = ""   # the argument that carries the idempotency key, if any
     extras: Mapping[str, Any] = field(default_factory=dict)
 
     @cached_property
@@ -87,6 +89,7 @@ class Contract:
 
     @property
     def parameters(self) -> list[str]:
+        """The declared argument names, in schema order."""
         return list(self.schema.get("properties", {}))
 
     def resources(self, arguments: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
@@ -124,8 +127,7 @@ class Contract:
 
 def _retry_text(contract: Contract) -> str:
     if contract.retry is Retry.SAFE_WITH_KEY:
-        key = next((p for p in contract.parameters if "idempotency" in p), "idempotency key")
-        return f"safe with same {key}"
+        return f"safe with same {contract.idempotency_field or 'idempotency key'}"
     return contract.retry.value
 
 

@@ -62,6 +62,10 @@ class ToolError:
     ``pointer`` names the offending thing itself: ``$.path`` for a field
     (a missing field names the missing field, not its parent), or a
     description such as ``import publication_manifest.load_manifest``.
+    ``retryable`` says whether the *model* can make the call pass by sending it
+    again with corrected arguments (a schema error: yes; a missing permission:
+    no). Whether the *host* repeats an effect is a different question, decided
+    by the retry controller (``toolkit.backoff``).
     """
 
     code: str

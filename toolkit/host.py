@@ -64,6 +64,7 @@ class Host:
 
     @classmethod
     def of(cls, tools: Iterable[Tool], caller: Caller = Caller(), world: Any = None) -> "Host":
+        """A host declaring ``tools``, acting for ``caller`` in ``world``."""
         return cls({t.name: t for t in tools}, caller, world)
 
     def declare(self) -> list[dict[str, Any]]:
@@ -86,7 +87,8 @@ class Host:
         """
         if not isinstance(call, ToolCall):  # a Preview, a Refusal, a dict: only a complete, parsed call runs
             return not_a_call(call)
-        verdict = verdict if verdict is not None else self.check(call)
+        if verdict is None or verdict.call != call:   # a verdict answers for one call only
+            verdict = self.check(call)
         result = rejection(verdict) if not verdict.legal else self._run(call, verdict)
         self.log.append(Attempt(call, verdict, result))
         return result

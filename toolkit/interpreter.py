@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Protocol
 
 from .calls import ToolCall
-from .contracts import Retry
+from .contracts import Contract, Retry
+from .errors import ToolError
 from .host import Host, rejection
 from .legality import Verdict
-from .outcomes import ToolResult
+from .outcomes import FailureClass, Status, ToolResult
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,9 @@ class Observation:
     result: ToolResult
 
     def line(self) -> str:
-        detail = self.result.reason or self.result.status.value
-        return f"{self.kind:<8} {self.call.summary()} -> {self.result.status.value} ({detail})"
+        """One transcript line: what was proposed and what came of it (with the reason, if refused)."""
+        detail = f" ({self.result.reason})" if self.result.reason else ""
+        return f"{self.kind:<8} {self.call.summary()} -> {self.result.status.value}{detail}"
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class State:
     done: bool = False
 
     def with_observation(self, kind: str, call: ToolCall, result: ToolResult) -> "State":
+        """A new state with one more observation; the old state is unchanged."""
         return State(self.task, self.observations + (Observation(kind, call, result),))
 
     @property
@@ -82,23 +85,42 @@ class ScriptedPolicy:
 
 
 def contract_allows(host: Host, proposal: ToolCall) -> Verdict:
-    """The contract checker: all three tests for the proposal."""
+    """The contract checker: all three tests for the proposal (``.legal`` is 1 when it may run)."""
     return host.check(proposal)
+
+
+def ledger_key(proposal: ToolCall, contract: Contract | None, arguments: Any) -> str | ToolError:
+    """The idempotency key that names this attempt, or the error when it is ambiguous.
+
+    The key may travel beside the call (``proposal.idempotency_key``) or inside the
+    arguments (the field the contract names, e.g. ``idempotency_key`` for
+    ``create_invoice``). If both are given they must agree. A call with neither is
+    keyed by its call id, so a retry without the original key is, visibly, a new proposal.
+    """
+    field = contract.idempotency_field if contract is not None else ""
+    inside = arguments.get(field) if field and isinstance(arguments, dict) else None
+    beside = proposal.idempotency_key
+    if beside and inside and beside != inside:
+        return ToolError("idempotency_conflict", f"$.{field}", "the call's key and its arguments' key disagree",
+                         expected=beside, received=inside, hint="send one key, the original one", retryable=False)
+    return beside or inside or proposal.call_id
 
 
 def invoke_with_ledger(host: Host, proposal: ToolCall, ledger: Any = None,
                        verdict: Verdict | None = None) -> ToolResult:
     """Run an allowed proposal; effects that are not plainly safe to repeat go through the ledger.
 
-    The ledger key is the call's idempotency key. A call without one is keyed by
-    its call id, so a retry that drops the key is, visibly, a new proposal. The
-    same key with different arguments is refused as a conflict, not replayed.
+    The same key with different arguments is refused as a conflict, not replayed;
+    the same key with the same arguments replays the first result under this call's id.
     """
     contract = host.contract(proposal.name)
     if ledger is None or contract is None or contract.retry is Retry.SAFE:
         return host.execute(proposal, verdict)
-    key = proposal.idempotency_key or proposal.call_id
     arguments = verdict.arguments if verdict is not None and verdict.arguments is not None else proposal.arguments
+    key = ledger_key(proposal, contract, arguments)
+    if isinstance(key, ToolError):
+        return ToolResult(proposal.call_id, Status.REJECTED, failure_class=FailureClass.PRECONDITION,
+                          reason=key.code, errors=(key,))
     answer = ledger.call(key, lambda _: host.execute(proposal, verdict), arguments,
                          tool=proposal.name, principal=host.caller.name)
     return answer.to_result(proposal.call_id)   # replayed or refused, the result answers *this* call id
@@ -120,4 +142,4 @@ def evaluate(state: State, policy: Policy, host: Host, ledger: Any = None, max_s
 
 
 __all__ = ["Observation", "State", "ScriptedPolicy", "contract_allows", "invoke_with_ledger", "evaluate",
-           "rejection"]
+           "ledger_key", "rejection"]

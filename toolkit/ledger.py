@@ -46,7 +46,7 @@ MAX_DEPTH = 32
 
 
 def invoke(f: Callable[[Any], Y], x: Any, k: str, L: Mapping[str, Y]) -> tuple[dict[str, Y], Y]:
-    """The seed's two branches, literally: replay a known key, or run once and record."""
+    """The chapter's two branches, literally: replay a known key, or run once and record."""
     if k in L:
         return dict(L), L[k]
     y = f(x)
@@ -309,7 +309,7 @@ class Ledger(Protocol):
     """What the interpreter needs from a ledger, durable or not."""
 
     def invoke(self, key: str, effect: Callable[[Any], Any], arguments: Any) -> Any:
-        """The seed's rule: the effect's result, run at most once per key."""
+        """The ledger rule: the effect's result, run at most once per key."""
         ...
 
     def call(self, key: str, effect: Callable[[Any], Any], arguments: Any, *,
@@ -325,7 +325,7 @@ class Ledger(Protocol):
 class MemoryLedger:
     """The ledger rule with state. Not durable: a crash forgets every key.
 
-    ``invoke`` is the seed's rule exactly (a known key replays, whatever the
+    ``invoke`` is the ledger rule exactly (a known key replays, whatever the
     arguments). ``call`` adds the fingerprint check and the in-progress answer
     the durable ledger gives, so both can be compared cell by cell.
     """
@@ -564,7 +564,7 @@ class SqliteLedger:
         return Answer(LedgerStatus.RAN, key, decode_result(text))
 
     def invoke(self, key: str, effect: Callable[[Any], Any], arguments: Any) -> Any:
-        """The seed's form, on disk. Returns the result; a refusal comes back as a ``ToolResult``
+        """The rule's own form, on disk. Returns the result; a refusal comes back as a ``ToolResult``
         keyed by the idempotency key (prefer ``call(...).to_result(call_id)`` to keep the caller's id)."""
         answer = self.call(key, effect, arguments)
         if answer.ok or isinstance(answer.result, ToolResult):

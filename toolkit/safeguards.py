@@ -32,7 +32,13 @@ class TaskProperties:
 
     @classmethod
     def of(cls, contract: Contract) -> "TaskProperties":
-        return cls(reversible=contract.reversible, side_effect=bool(contract.writes),
+        """Read the four properties off a contract.
+
+        A tool has a side effect when it writes a resource, cannot be undone, or is
+        not plainly safe to repeat: any one of these means a repeat changes the world.
+        """
+        side_effect = bool(contract.writes) or not contract.reversible or contract.retry is not Retry.SAFE
+        return cls(reversible=contract.reversible, side_effect=side_effect,
                    retry=contract.retry, self_checkable=bool(contract.postconditions or contract.evidence))
 
 
@@ -40,7 +46,7 @@ def required_safeguards(contract: Contract) -> tuple[str, ...]:
     """The safeguards a contract's task properties call for; every call gets a call id."""
     p = TaskProperties.of(contract)
     needed = ["call id"]
-    if p.side_effect and p.retry is not Retry.SAFE:
+    if p.side_effect:
         needed += ["idempotency key", "execution record"]
     if not p.reversible and (contract.needs_approval or not p.self_checkable):
         needed.append("human approval")

@@ -8,7 +8,10 @@ worth its cost and its risk. Illegal calls are never candidates.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+if TYPE_CHECKING:
+    from .contracts import Contract
 
 
 def expected_value(confidence: float, payoff: float) -> float:
@@ -32,7 +35,13 @@ class Option:
     legal: int = 1
 
     def score(self, lam_c: float = 1.0, lam_r: float = 1.0) -> float:
+        """This option's governed score at the given prices."""
         return governed_score(self.value, self.cost, self.risk, lam_c, lam_r)
+
+    @classmethod
+    def from_contract(cls, contract: "Contract", value: float, name: str = "", legal: int = 1) -> "Option":
+        """An option whose cost and risk come from the tool's contract; only its value is the policy's guess."""
+        return cls(name or contract.name, value, contract.cost, contract.risk, legal)
 
 
 @dataclass(frozen=True)
@@ -44,9 +53,11 @@ class Choice:
     excluded: tuple[str, ...]
 
     def lines(self) -> list[str]:
-        rows = [f"{name:<14} {score:>6g}" + ("  <- chosen" if self.best and name == self.best.name else "")
+        """One row per option: its score and which one is chosen; illegal options are listed, unscored."""
+        width = max((len(n) for n in [*self.scores, *self.excluded]), default=0)
+        rows = [f"{name:<{width}}  {score:>6g}" + ("  <- chosen" if self.best and name == self.best.name else "")
                 for name, score in self.scores.items()]
-        rows += [f"{name:<14} {'illegal':>6}  (never a candidate)" for name in self.excluded]
+        rows += [f"{name:<{width}}  {'illegal':>6}  (never a candidate)" for name in self.excluded]
         return rows
 
 

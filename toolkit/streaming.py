@@ -18,7 +18,7 @@ is an unfinished fragment: ``{"path": "src/co`` says *some* file under
 ``AnthropicStream`` read the raw server-sent-event body of each vendor's
 stream (text, bytes, or chunks split anywhere) and feed the assembler;
 ``openai_stream`` / ``anthropic_stream`` wrap them as generators.
-``SEED_FRAMES`` are the chapter's four frames t1..t4.
+``SKETCH_FRAMES`` are the chapter's four frames t1..t4.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ CUT = frozenset({"length", "max_tokens", "content_filter", "refusal", "model_con
 #: The chapter's sketch, frame by frame. The drawing elides the glue between its
 #: two rows (``, "arguments": `` and the closing brace); here it is written out,
 #: so the four frames join into one call: ``{"name": ..., "arguments": {...}}``.
-SEED_FRAMES = ('{ "name": "read_', 'file", "arguments": ', '{ "path": "src/co', 'nfig.ts" } }')
+SKETCH_FRAMES = ('{ "name": "read_', 'file", "arguments": ', '{ "path": "src/co', 'nfig.ts" } }')
 
 
 # ------------------------------------------------------------------ previews
@@ -186,7 +186,7 @@ class Assembler:
     call. ``finish(stop_reason)`` is the completion signal: only then is each
     buffer joined and parsed. With ``needs_close=True`` (Anthropic) a call is
     complete only if its block was also closed with ``close(index)``.
-    With ``envelope=True`` (the seed's frames) the text of index 0 is a whole
+    With ``envelope=True`` (the chapter's sketch) the text of index 0 is a whole
     ``{"name": ..., "arguments": {...}}`` object.
 
     ``max_chars`` caps each call's argument text (default: the schema's cap);

@@ -102,9 +102,21 @@ def _same_arguments(a: Any, b: Any) -> bool:
         return pa == pb
 
 
-def classify_retry(original: ToolCall, retry: ToolCall) -> RetryKind:
-    """A retry without the original key is a new proposal; with it, an inquiry."""
-    if not original.idempotency_key or retry.idempotency_key != original.idempotency_key:
+def _key(call: ToolCall, contract: Any) -> str | None:
+    """The key a call carries: beside it, or inside its arguments in the contract's key field."""
+    field = getattr(contract, "idempotency_field", "")
+    inside = call.arguments.get(field) if field and isinstance(call.arguments, dict) else None
+    return call.idempotency_key or inside
+
+
+def classify_retry(original: ToolCall, retry: ToolCall, contract: Any = None) -> RetryKind:
+    """A retry without the original key is a new proposal; with it, an inquiry.
+
+    Pass the tool's ``contract`` when the key travels inside the arguments
+    (``create_invoice``'s ``idempotency_key``), so it is read from there too.
+    """
+    first = _key(original, contract)
+    if not first or _key(retry, contract) != first:
         return RetryKind.NEW_PROPOSAL
     if retry.name != original.name or not _same_arguments(retry.arguments, original.arguments):
         return RetryKind.CONFLICT

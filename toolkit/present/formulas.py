@@ -153,7 +153,7 @@ def legal_expr(product: bool = False) -> Any:
 
 
 def indicator_latex() -> str:
-    r"""The seed's notation, ``\mathbf{1}\{schema_ok ∧ auth_ok ∧ Pre\}``, from the same symbols."""
+    r"""The chapter's notation, ``\mathbf{1}\{schema_ok ∧ auth_ok ∧ Pre\}``, from the same symbols."""
     s = symbols()
     inner = r" \land ".join(latex(s[k]) for k in ("schema_ok", "auth_ok", "Pre"))
     return r"\mathbf{1}\{" + inner + r"\}"

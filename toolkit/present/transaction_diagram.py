@@ -55,7 +55,7 @@ class Branch:
         return f"a person decides; the record may then move to {choices}"
 
 
-#: The main line, left to right: the seed's "declare -> request(id) -> schema -> policy -> execute -> result(id)
+#: The main line, left to right: the chapter's "declare -> request(id) -> schema -> policy -> execute -> result(id)
 #: -> write back", each stage tagged with the record state it leaves the call in.
 STAGES: tuple[Stage, ...] = (
     Stage("user task", None, "a person asks for something"),
@@ -68,7 +68,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("write back", S.SUCCEEDED, "the result joins the model's next round"),
 )
 
-#: The side branches of the seed's drawing.
+#: The side branches of the chapter's drawing.
 BRANCHES: tuple[Branch, ...] = (
     Branch("schema", "shape error", S.REQUESTED, S.REJECTED, "return reason", (FailureClass.SCHEMA,)),
     Branch("policy", "deny", S.REQUESTED, S.REJECTED, "return reason",
