@@ -20,6 +20,14 @@ SAFEGUARDS: dict[str, str] = {
     "human approval": "an irreversible action being blindly replayed",
 }
 
+#: When each safeguard is worth its cost (the same table, last column).
+WHEN_TO_USE: dict[str, str] = {
+    "call id": "parallel, streaming and multi-round calls",
+    "idempotency key": "a remote create, a payment, sending a message",
+    "execution record": "a timeout, a disconnect, recovery after a crash",
+    "human approval": "deletion, publishing, a large payment",
+}
+
 
 @dataclass(frozen=True)
 class TaskProperties:
