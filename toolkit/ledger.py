@@ -341,11 +341,13 @@ class MemoryLedger:
         return key in self.entries
 
     def invoke(self, key: str, effect: Callable[[Any], Y], arguments: Any) -> Y:
+        """The rule as written: a known key returns its stored result; a new one runs once and is recorded."""
         self.entries, result = invoke(effect, arguments, key, self.entries)
         return result
 
     def call(self, key: str, effect: Callable[[Any], Any], arguments: Any, *,
              tool: str = "", principal: str = "") -> Answer:
+        """Run, replay, or refuse: the same key with other arguments is a conflict, never a replay."""
         refused, digest = _prepare(key, arguments, tool, principal)
         if refused:
             return refused

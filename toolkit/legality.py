@@ -21,6 +21,8 @@ from .schema import parse_arguments, schema_errors
 
 
 class Outcome(str, Enum):
+    """One test's result. Only PASS counts as 1 in the indicator; NOT_EVALUABLE is not a guess."""
+
     PASS = "pass"
     FAIL = "fail"
     NOT_EVALUABLE = "not evaluable"
@@ -85,6 +87,7 @@ class Verdict:
 
     @property
     def legal(self) -> int:
+        """The indicator for this attempt: 1 when schema_ok, auth_ok and Pre all pass, else 0."""
         return legal(*self.tests)
 
     @property
@@ -94,6 +97,7 @@ class Verdict:
 
     @property
     def errors(self) -> tuple[ToolError, ...]:
+        """Every structured error behind this verdict, in layer order (what goes back to the model)."""
         return tuple(e for t in self.tests for e in t.errors)
 
     def lines(self) -> list[str]:

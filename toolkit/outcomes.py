@@ -14,6 +14,8 @@ from .errors import ToolError
 
 
 class Status(str, Enum):
+    """How one call ended, as the model is told it (every call gets exactly one)."""
+
     SUCCEEDED = "succeeded"
     RECOVERABLE_FAILURE = "recoverable_failure"   # transient: wait, then retry
     FAILED = "failed"                             # ran, but did not establish its promise
