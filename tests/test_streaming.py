@@ -35,8 +35,8 @@ def refusals_of(outcome):
     return [o for o in outcome if isinstance(o, Refusal)]
 
 
-# ------------------------------------------------------------- seed frames
-def test_seed_frames_are_parseable_only_after_the_completion_event():
+# ------------------------------------------------------------- sketch pieces
+def test_sketch_pieces_are_parseable_only_after_the_completion_event():
     asm = Assembler(envelope=True)
     host, ran = spy_host()
     seen_keys = []
@@ -45,7 +45,7 @@ def test_seed_frames_are_parseable_only_after_the_completion_event():
         preview = asm.preview(0)
         assert isinstance(preview, Preview) and not isinstance(preview, tk.ToolCall)
         seen_keys.append(preview.keys)
-    # at t1..t4 the host holds fragments only; t3 shows that a path is coming, not which one
+    # while the pieces arrive the host holds fragments only; the third shows a path is coming, not which one
     assert seen_keys[0] == ("$.name",)
     assert seen_keys[2] == ("$.name", "$.arguments", "$.arguments.path")
     assert asm.preview(0).text == "".join(SKETCH_FRAMES)
@@ -64,7 +64,7 @@ def test_frames_table_marks_only_the_completion_row_runnable():
 
 
 @pytest.mark.parametrize("cut", [1, 2, 3, 4])
-def test_a_cut_seed_stream_never_reaches_the_executor(cut):
+def test_a_cut_sketch_stream_never_reaches_the_executor(cut):
     # even after t4, whose text happens to be complete JSON, no completion event means no call
     asm = Assembler(envelope=True)
     for frame in SKETCH_FRAMES[:cut]:

@@ -4,11 +4,13 @@ The chapter's controller is two lines::
 
     n_{t+1} = min(n_max, n_t + 1)        d_{t+1} = beta * d_t,   beta > 1
 
-with escalation when ``n_t == n_max``. ``n`` counts the attempts made so far
-*after the first call failed* (the retries), and ``d`` is the delay to wait
-before the next one. Counted this way the chapter's numbers hold together:
-from ``(0, 1)`` with ``beta = 2`` and ``n_max = 4`` the waits are 1, 2, 4, 8,
-and the failure after retry four escalates instead of inventing retry five.
+with escalation when ``n_t == n_max``. ``n`` counts the attempts made so far;
+the first call is not counted, so right after it fails the state is
+``(0, d0)``, and ``d`` is the delay to wait before the next one. From ``(0, 1)``
+with ``beta = 2`` and ``n_max = 4`` the waits are 1, 2, 4, 8 and the failure
+after retry four escalates instead of inventing retry five; the worked example
+``(2, 2) -> (3, 4) -> (4, 8)`` is a run that started from a smaller delay and
+stops at the same place.
 
 ``step`` is that rule as a pure function; ``plan`` lists the delays a policy
 produces; ``RetryController`` is what a host runs when a model asks to try

@@ -319,8 +319,9 @@ def simulate_log(calls: int = 200, schema_errors: int = 6, seed: int = 7, guarde
     calls are rejected, retried, time out, fail a postcondition) comes from
     the host, the controller and the simulated service. With ``guarded`` the
     host's ``RetryController`` decides retries (same key only); without it a
-    blind retry resends after a timeout with a fresh key, as in the chapter's
-    duplicate-invoice trace.
+    blind retry resends after a timeout under a fresh key, which duplicates the
+    invoice just as the duplicate-invoice trace did (there the key was kept,
+    but the billing service ignored it).
     """
     from .audit import AuditLog, run_audited
     from .backoff import Policy, RetryController

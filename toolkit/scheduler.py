@@ -14,6 +14,10 @@ write-write            both write the same file    in request order
 read-write             read config, write config   in request order
 =====================  ==========================  =======================
 
+A *data* dependency (a call whose arguments come from another call's result)
+cannot be seen within one round: every call in a round already has its
+arguments. It needs a second round, after the first results come back.
+
 A call whose resources cannot be known (no contract, arguments that do not
 parse, a template field missing) is ordered against *every* other call: what
 the host cannot analyse, it serializes.
@@ -240,7 +244,8 @@ class RoundReport:
         for r in self.results:
             counts[r.status.value] = counts.get(r.status.value, 0) + 1
         parts = ", ".join(f"{n} {status}" for status, n in counts.items())
-        return f"{len(self.results)} calls in {self.plan.depth} wave{'' if self.plan.depth == 1 else 's'}: {parts}"
+        calls = f"{len(self.results)} call{'' if len(self.results) == 1 else 's'}"
+        return f"{calls} in {self.plan.depth} wave{'' if self.plan.depth == 1 else 's'}: {parts}"
 
 
 def _failure(call: ToolCall, code: str, message: str, received: Any = None, hint: str = "") -> ToolResult:

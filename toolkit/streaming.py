@@ -18,7 +18,8 @@ is an unfinished fragment: ``{"path": "src/co`` says *some* file under
 ``AnthropicStream`` read the raw server-sent-event body of each vendor's
 stream (text, bytes, or chunks split anywhere) and feed the assembler;
 ``openai_stream`` / ``anthropic_stream`` wrap them as generators.
-``SKETCH_FRAMES`` are the chapter's four frames t1..t4.
+``SKETCH_FRAMES`` are the four pieces the chapter's sketch draws; they arrive in frames t1..t3
+(t2 brings the second and third) and t4 is the completion event.
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ CUT = frozenset({"length", "max_tokens", "content_filter", "refusal", "model_con
 
 #: The chapter's sketch, frame by frame. The drawing elides the glue between its
 #: two rows (``, "arguments": `` and the closing brace); here it is written out,
-#: so the four frames join into one call: ``{"name": ..., "arguments": {...}}``.
+#: so the four pieces join into one call: ``{"name": ..., "arguments": {...}}``.
 SKETCH_FRAMES = ('{ "name": "read_', 'file", "arguments": ', '{ "path": "src/co', 'nfig.ts" } }')
 
 

@@ -43,7 +43,7 @@ def plan_text(policy: Policy, seed: int = 0) -> str:
     jitter = policy.jitter.value + ("" if policy.jitter is Jitter.NONE else f", seed {seed}")
     head = (f"policy: d0={policy.d0:g}s, beta={policy.beta:g}, n_max={policy.n_max}"
             + (f", d_max={policy.d_max:g}s" if policy.d_max is not None else "") + f", jitter={jitter}")
-    lines = [head]
+    lines = [head, f"the first call has just failed: {policy.start()}; n counts the repeat attempts from here"]
     if rows:
         longest = max(r["wait"] for r in rows) or 1.0
         lines.append(f"{'retry':>5}  {'d':>7}  {'wait':>8}  {'state after':<14} wait")
