@@ -1,6 +1,7 @@
 """Chapter 5, the ledger rule and the duplicate invoice: the rule's numbers, a ledger that survives a reopen,
 the real-crash trace and its two repairs, the crash matrix, racing processes, conflicts and in-progress keys,
-the timeout rules, and the invoice panel driven from plain Python."""
+the timeout rules, the invoice panel driven from plain Python, and the exercise harness's platform check."""
+import multiprocessing
 import re
 from pathlib import Path
 
@@ -10,16 +11,19 @@ import pytest
 import toolkit as tk
 from toolkit.catalog import CREATE_INVOICE, Books
 from toolkit.crash import CRASH_POINTS, KEY, ORDER, crash_matrix, matrix_table, race
+from toolkit.interpreter import ledger_key
 from toolkit.ledger import LedgerStatus
 from toolkit.present import invoice_panel
 from toolkit.present.invoice_panel import CRASH_CHOICES, InvoicePanel, matrix_html, plan
+from toolkit.safeguards import SAFEGUARDS, WHEN_TO_USE
 from toolkit.timeouts import RetryKind, classify_retry, compensation_table, create_issue_illustration
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "05_ledger_and_duplicate_invoice.ipynb"
+SOLUTION = ROOT / "solutions" / "05_atomic_ledger.ipynb"
 
-#: The chapter's five lines, as the chapter writes them.
-SEED_TRACE = [
+#: The duplicate-invoice trace, line for line as the book writes it.
+TRACE = [
     "t0  agent sends create_invoice(order-431, key=invoice:order-431:v1)",
     "t1  billing service creates invoice INV-9",
     "t2  process crashes before local ledger records the key",
@@ -78,11 +82,11 @@ def test_memory_ledger_forgets_at_a_restart_and_sqlite_survives_a_reopen(tmp_pat
 
 
 # ------------------------------------------------------------------ the trace and the repairs, through the panel
-def test_panel_starts_at_the_seed_trace_with_two_invoices():
+def test_panel_starts_at_the_five_line_trace_with_two_invoices():
     panel = InvoicePanel()
     lines = panel.text().splitlines()
-    start = lines.index(SEED_TRACE[0])
-    assert lines[start:start + 5] == SEED_TRACE, "the panel must show the chapter's five lines, from a real run"
+    start = lines.index(TRACE[0])
+    assert lines[start:start + 5] == TRACE, "the panel must show the five trace lines, from a real run"
     assert panel.outcome["crashed"], "the first agent process must really be killed"
     assert panel.invoice_count == 2 == shown_count(panel.text())
     assert "INV-9, INV-10" in lines[-1] and "just after the crash: invoices INV-9; ledger (empty)" in lines
@@ -271,7 +275,7 @@ def stored_text(nb) -> str:
 def test_notebook_stores_the_chapter_facts_and_cleans_up():
     nb = nbformat.read(NOTEBOOK, as_version=4)
     text = stored_text(nb)
-    assert "\n".join(SEED_TRACE) in text, "the real run's five lines"
+    assert "\n".join(TRACE) in text, "the real run's five lines"
     assert "invoices for order-431: 2 ['INV-9 order-431', 'INV-10 order-431']" in text
     assert matrix_table(crash_matrix()) in text
     assert "80 calls -> 20 effects; effects per key: [1]" in text and "waited" not in text
@@ -282,3 +286,76 @@ def test_notebook_stores_the_chapter_facts_and_cleans_up():
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert "## Summary" in markdown and "exercises/05_atomic_ledger.ipynb" in markdown
     assert "/tmp/" not in text and not re.search(r"\bpids?\b", text, re.IGNORECASE)
+
+
+def code_sources(nb) -> list[str]:
+    return [c.source for c in nb.cells if c.cell_type == "code"]
+
+
+def test_notebook_keys_by_the_contract_and_reads_safeguards_from_the_toolkit():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    text = stored_text(nb)
+    call = tk.request("create_invoice", ORDER, call_id="call_1")
+    assert CREATE_INVOICE.idempotency_field == "idempotency_key"
+    assert f"the ledger key the runtime uses:  {ledger_key(call, CREATE_INVOICE, call.arguments)}" in text, \
+        "the notebook must show that the runtime keys by the contract's idempotency field"
+    for name, prevents in SAFEGUARDS.items():
+        assert f"{name:<17} {prevents:<57} {WHEN_TO_USE[name]}" in text, f"safeguard row {name!r}"
+    assert not any(re.search(r"^WHEN\s*=\s*\{", src, re.MULTILINE) for src in code_sources(nb)), \
+        "'when to use' comes from toolkit.safeguards.WHEN_TO_USE, not a dict typed in the notebook"
+
+
+def test_conflict_example_uses_a_ledger_file_no_other_cell_touches():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    sources = code_sources(nb)
+    index = next(i for i, src in enumerate(sources) if "conflict = ledger.call" in src)
+    files = re.findall(r'workdir / "([^"]+)"', sources[index])
+    assert files, "the conflict example opens its own SQLite ledger"
+    for name in files:
+        users = [i for i, src in enumerate(sources) if f'workdir / "{name}"' in src]
+        assert users == [index], f"{name} is also used by code cells {users}: the example must not depend on them"
+    out = "".join(o.get("text", "") for o in nb.cells[[i for i, c in enumerate(nb.cells)
+                                                        if c.cell_type == "code"][index]].outputs)
+    assert "first call: ran" in out and "invoices: ['INV-9'] - the first call's, and no other" in out
+
+
+@pytest.mark.parametrize("term, explained_by", [
+    ("WAL", "write-ahead logging"),
+    ("synchronous=FULL", "disk"),
+    ("BEGIN IMMEDIATE", "write lock"),
+    ("SIGKILL", "cannot be caught"),
+])
+def test_jargon_is_explained_where_it_first_appears(term, explained_by):
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    first = next(c for c in nb.cells if term in c.source)
+    assert first.cell_type == "markdown" and explained_by in first.source, \
+        f"{term} first appears in a cell that does not explain it ({explained_by!r} missing)"
+
+
+def test_prose_does_not_point_at_a_text_the_student_never_saw():
+    for path in (NOTEBOOK, SOLUTION):
+        markdown = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+        for phrase in ("chapter's numbers", "chapter's table", "chapter's sketch", "chapter's five lines", "seed"):
+            assert phrase not in markdown, f"{path.name}: {phrase!r}"
+
+
+def harness(namespace: dict) -> dict:
+    """Run the exercise's import cell and its harness cell (the one that defines ``run``) in ``namespace``."""
+    nb = nbformat.read(SOLUTION, as_version=4)
+    cells = [c.source for c in nb.cells if c.cell_type == "code"]
+    exec(cells[0], namespace)
+    exec(next(src for src in cells if "def run(" in src), namespace)
+    return namespace
+
+
+def test_exercise_harness_says_plainly_when_the_platform_has_no_fork(monkeypatch, capsys):
+    ns = harness({})
+    capsys.readouterr()                                   # the import cell prints the order
+    made = []
+    monkeypatch.setattr(ns["tempfile"], "mkdtemp", lambda **kw: made.append(kw) or "/nonexistent")
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])    # as on Windows
+    with pytest.raises(RuntimeError, match="needs fork"):
+        ns["run"](lambda conn, arguments, effect, record: None, "none")
+    assert made == [], "the harness must stop before it creates any file or process"
+    markdown = "\n".join(c.source for c in nbformat.read(SOLUTION, as_version=4).cells if c.cell_type == "markdown")
+    assert "Windows" in markdown and "fork" in markdown and "WSL" in markdown

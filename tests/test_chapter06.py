@@ -1,5 +1,6 @@
 """Chapter 6, backing off: the worked numbers, the slider panel driven from Python, the jitter plot's data,
 the failure table, and the host's final word on retries."""
+import re
 from pathlib import Path
 
 import matplotlib
@@ -10,7 +11,7 @@ import toolkit as tk
 from toolkit.backoff import (Action, Jitter, Policy, RetryController, RetryState, plan, retry_verdict,
                              run_with_retries, step, walk)
 from toolkit.catalog import CREATE_INVOICE
-from toolkit.outcomes import NEXT_STEP
+from toolkit.outcomes import MEANING, NEXT_STEP, POINTS_AT
 from toolkit.present import formulas
 from toolkit.present.backoff_panel import BackoffPanel, plan_rows, plan_text
 from toolkit.present.retry_plots import arrival_times, jitter_plot, jitter_waits, peak_load
@@ -24,7 +25,7 @@ KEY = "invoice:order-431:v1"
 ARGS = {"order_id": "order-431", "amount": 120.0, "currency": "EUR", "idempotency_key": KEY}
 
 
-# ------------------------------------------------------------------ the chapter's numbers
+# ------------------------------------------------------------------ the worked numbers
 def test_controller_from_2_2_goes_3_4_then_4_8_then_escalates():
     decisions = walk(POLICY, RetryState(2, 2))
     assert [d.state.pair for d in decisions if d.retry] == [(3, 4), (4, 8)]
@@ -50,6 +51,10 @@ def test_panel_starts_at_the_chapter_numbers():
     panel = BackoffPanel()
     text = panel.text()
     assert text.splitlines()[0] == "policy: d0=1s, beta=2, n_max=4, jitter=none"
+    assert text.splitlines()[1] == (f"the first call has just failed: {POLICY.start()}; "
+                                    "n counts the repeat attempts from here"), "the panel says where n starts"
+    assert "(n=0, d=0.5)" in panel.set(d0=0.5).splitlines()[1]
+    panel.set(d0=1)
     assert shown_waits(text) == plan(POLICY)
     assert "(n=4, d=16)" in text and "the failure after retry 4 escalates: all n_max=4 retries used" in text
     assert "total wait before escalating: 15s" in text and "at n = 4 gives 15s" in text
@@ -212,8 +217,15 @@ def test_an_unsafe_effect_is_not_repeated_without_its_key():
 
 # ------------------------------------------------------------------ the stored notebook shows the toolkit's numbers
 def stored_text() -> str:
+    """Every stream and every Markdown display the committed notebook stores."""
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    return "".join(o.get("text", "") + o.get("data", {}).get("text/markdown", "")
+                   for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+def states_line(policy: Policy) -> str:
+    states = [policy.start()] + [d.state for d in walk(policy) if d.retry]
+    return " -> ".join(str(s) for s in states)
 
 
 @pytest.mark.skipif(not NOTEBOOK.exists(), reason="chapter 6 notebook not written yet")
@@ -225,6 +237,32 @@ def test_notebook_prints_what_the_toolkit_computes():
     assert f"W_4 = {formulas.total_wait(1, 2, 4)} seconds" in text
     assert BackoffPanel().text() in text                     # the line after the widget
     assert BackoffPanel().set(beta=3, n_max=3) in text
-    for status in (tk.Status.RECOVERABLE_FAILURE, tk.Status.REJECTED, tk.Status.TIMEOUT, tk.Status.CANCELLED):
-        assert f"next step: {NEXT_STEP[status]}" in text
     assert f"5 attempts = 1 + n_max; waits {plan(POLICY)}; total {sum(plan(POLICY))} s" in text
+
+
+def test_notebook_is_honest_about_the_two_examples():
+    """From d0 = 1 the run passes (2, 4), not the worked example's (2, 2); both escalate after n_max retries."""
+    text = stored_text()
+    half = Policy(d0=0.5, beta=2, n_max=4)
+    assert f"states: {states_line(POLICY)}" in text and "(n=2, d=4)" in states_line(POLICY)
+    assert f"from d0 = 0.5 s: {states_line(half)}" in text and "(n=2, d=2) -> (n=3, d=4) -> (n=4, d=8)" in text
+    assert len(plan(POLICY)) == len(plan(half)) == POLICY.n_max
+    assert f"from d0 = 1 s {POLICY.n_max} | from d0 = 0.5 s {half.n_max}" in text
+    markdown = "\n".join(c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "markdown")
+    assert "attempts made so far" in markdown, "n keeps the book's reading"
+    for phrase in ("Counted this way", "agree with each other", "reentrant", "chapter's", "t = 3, then"):
+        assert phrase not in markdown, phrase
+
+
+def test_notebook_computes_arrivals_and_shows_the_failure_table_from_the_toolkit():
+    text = stored_text()
+    assert f"every client retries at t = {arrival_times(plan(POLICY))} seconds" in text
+    assert "| failure type | what it means | next step for the model |" in text
+    for status, meaning in MEANING.items():
+        assert f"| `{status.value}` | {meaning} | {NEXT_STEP[status]} |" in text, f"table row {status.value}"
+    for klass, meaning in POINTS_AT.items():
+        assert f"{klass.value:<14} {meaning:<52}" in text, f"what {klass.value} points at"
+    sources = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
+    for name in ("MEANING", "POINTS_AT"):
+        assert not any(re.search(rf"^{name}\s*=\s*\{{", src, re.MULTILINE) for src in sources), \
+            f"{name} comes from toolkit.outcomes, not a dict typed in the notebook"

@@ -1,5 +1,6 @@
 """Chapter 7, records, audit and measuring: the state machine, the replayed SQLite trail, the canary secret,
 the auditor's question, the HTTP 202 trap and its repair, and the measures read back from a log."""
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -142,6 +143,32 @@ def test_reopened_log_answers_who_when_how_many_retries_where_it_stopped(chapter
     assert billing.invoices == {"invoice:order-431:v1": "INV-9", "invoice:order-432:v1": "INV-10"}
 
 
+def tamper(db: Path, copy: Path) -> list[str]:
+    """The notebook's edit behind the log's back: on a copy, drop the triggers and rewrite who initiated call_3."""
+    shutil.copyfile(db, copy)
+    raw = sqlite3.connect(copy)
+    triggers = [n for (n,) in raw.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name")]
+    for name in triggers:
+        raw.execute(f"DROP TRIGGER {name}")
+    raw.execute("UPDATE audit_events SET initiator = 'agent-427' WHERE call_id = 'call_3'")
+    raw.commit()
+    raw.close()
+    return triggers
+
+
+def test_an_edit_behind_the_triggers_breaks_the_chain_of_the_copy_only(chapter_log, tmp_path):
+    db, _, _ = chapter_log
+    copy = tmp_path / "audit-copy.sqlite"
+    assert tamper(db, copy) == ["audit_events_in_order", "audit_events_no_delete", "audit_events_no_update"]
+    with AuditLog(db) as original, AuditLog(copy) as edited:
+        first_edited = original.events("call_3")[0]["seq"]
+        assert edited.story("call_3").initiator == "agent-427"         # the edit went through...
+        assert original.story("call_3").initiator == "intern"
+        check = edited.verify()                                       # ...and the chain says where
+        assert (check.ok, check.broken_at, check.rows) == (False, first_edited, first_edited)
+        assert original.verify().ok
+
+
 def test_canary_reaches_no_trail_line_no_feedback_and_no_byte(chapter_log, capsys):
     db, _, crm = chapter_log
     with AuditLog(db) as audit:
@@ -184,6 +211,21 @@ def test_6_schema_violations_in_200_calls_is_3_percent(simulation):
                 if e["target"] == "rejected" and "schema" in e["failure"].split(",")}
     assert rejected == {f"call_{i + 1}" for i in simulation.malformed_at}
     assert len({MALFORMED[k % len(MALFORMED)][0] for k in range(6)}) == len(MALFORMED)
+
+
+def test_utility_counts_orders_billed_exactly_once_per_call_requested(simulation):
+    report = simulation.report()
+    world = simulation.world
+    orders = {i["order_id"] for i in world.invoices}
+    live = [len(world.live_invoices(o)) for o in orders]
+    assert max(live) == 1                                             # the controller never bills twice
+    assert report.utility == sum(n == 1 for n in live) and report.calls == 200
+    assert report.utility_per_call == report.utility / 200
+    blind = simulate_log(calls=200, schema_errors=6, seed=7, guarded=False)
+    blind_live = [len(blind.world.live_invoices(o)) for o in {i["order_id"] for i in blind.world.invoices}]
+    assert max(blind_live) == 2                                        # some orders billed twice...
+    assert blind.report().utility == sum(n == 1 for n in blind_live)   # ...and those earn nothing
+    assert report.utility - blind.report().utility == blind.report().duplicate_side_effects.hits
 
 
 def test_blind_retries_show_up_as_duplicates(simulation):
@@ -237,3 +279,22 @@ def test_notebook_prints_what_the_toolkit_computes(simulation, chapter_log):
             assert "\n".join(audit.trail(call_id)) in text
     for r in drift(windows=8, calls_per_window=200, seed=5):
         assert f"window {r['window']}: {r['schema_violations']:>2}/{r['calls']} = {r['rate']:.1%}" in text
+    with AuditLog(chapter_log[0]) as audit:
+        waits = [float(e["note"].rsplit(" after ", 1)[1].rstrip("s")) for e in audit.events("call_4")
+                 if e["note"].startswith("retry ")]
+    assert f"backing off: {' + '.join(f'{w:g}' for w in waits)} = {sum(waits):g} seconds" in text
+    copy = chapter_log[0].parent / "copy.sqlite"
+    tamper(chapter_log[0], copy)
+    with AuditLog(copy) as edited:
+        assert f"the copy's chain:  {edited.verify()}" in text and "ok=False" in text
+        assert f"the copy now says: {edited.story('call_3').line()}" in text
+    report = simulation.report()
+    assert f"utility: {report.utility:g} units over {report.calls} calls = {report.utility_per_call:.3f}" in text
+
+
+@pytest.mark.skipif(not NOTEBOOK.exists(), reason="chapter 7 notebook not written yet")
+def test_notebook_does_not_import_the_records_state_that_would_shadow_tk_state():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    imports = [line for c in nb.cells if c.cell_type == "code" for line in c.source.splitlines()
+               if line.startswith("from toolkit.records import")]
+    assert imports and all("State" not in line for line in imports)

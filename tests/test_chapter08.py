@@ -73,14 +73,26 @@ ABC = [read("A.md", "call_A"), read("B.md", "call_B"), write("../C.md", "summary
 
 
 # ------------------------------------------------------------------ 8.1 the sketch's frames
-def test_seed_frames_are_not_executable_until_the_completion_event(host):
-    rows = frames(SKETCH_FRAMES)
-    assert [r["frame"] for r in rows] == ["t1", "t2", "t3", "t4", "completion event"]
-    assert [r["runnable"] for r in rows] == [False] * 4 + [True]
-    assert rows[2]["keys"] == ["$.name", "$.arguments", "$.arguments.path"]   # a path is coming, not which one
+# The sketch draws four pieces; they arrive in three frames (t2 brings the end of the name and the start of the
+# arguments together), and t4 is the completion event. The notebook groups them the same way.
+SKETCH = (SKETCH_FRAMES[0], SKETCH_FRAMES[1] + SKETCH_FRAMES[2], SKETCH_FRAMES[3])
+
+
+def test_the_three_fragments_are_one_call_and_t2_shows_a_path_is_coming_not_which():
+    assert len(SKETCH_FRAMES) == 4 and "".join(SKETCH) == "".join(SKETCH_FRAMES)
+    assert json.loads("".join(SKETCH)) == {"name": "read_file", "arguments": {"path": "src/config.ts"}}
+    assert SKETCH[1].endswith('"src/co') and SKETCH[2].startswith("nfig.ts")
+
+
+def test_sketch_frames_are_not_executable_until_t4_the_completion_event(host):
+    rows = frames(SKETCH)
+    assert [r["frame"] for r in rows] == ["t1", "t2", "t3", "completion event"]    # the notebook labels it t4
+    assert [r["runnable"] for r in rows] == [False, False, False, True]
+    assert rows[0]["keys"] == ["$.name"]
+    assert rows[1]["keys"] == ["$.name", "$.arguments", "$.arguments.path"]   # a path is coming, not which one
     assert rows[-1]["call"] == 'read_file({"path": "src/config.ts"}) #call_1'
     assembler = Assembler(envelope=True)
-    for fragment in SKETCH_FRAMES:
+    for fragment in SKETCH:
         assembler.add(0, arguments=fragment)
         refused = host.execute(assembler.preview(0))
         assert refused.status is tk.Status.REJECTED and refused.reason == "not_a_call"
@@ -90,9 +102,19 @@ def test_seed_frames_are_not_executable_until_the_completion_event(host):
     assert result.ok and result.output["content"] == "export const port = 8080;\n"
 
 
-def test_t4_is_valid_json_yet_refused_without_the_completion_event():
-    json.loads("".join(SKETCH_FRAMES))                        # the text is complete JSON...
-    last = frames(SKETCH_FRAMES, complete=False)[-1]
+def test_t3_is_valid_json_yet_refused_without_the_completion_event(host):
+    cut = Assembler(envelope=True)
+    for fragment in SKETCH:
+        cut.add(0, arguments=fragment)
+    json.loads(cut.preview(0).text)                           # after t3 the text is complete JSON...
+    [refusal] = cut.finish(None)                              # ...but the stream ends with no completion event
+    assert isinstance(refusal, Refusal) and refusal.code == "stream_incomplete"
+    assert refusal.name is None                               # the name sits inside text that was never parsed
+    assert refusal.result.call_id == "call_1" and refusal.result.status is tk.Status.REJECTED
+    assert refusal.errors[0].message == "the stream ended without a completion signal"
+    host.execute(refusal)
+    assert host.log == []
+    last = frames(SKETCH, complete=False)[-1]
     assert last["runnable"] is False and "without a completion signal" in last["call"]
 
 
@@ -234,6 +256,25 @@ def test_scheduler_reproduces_the_resource_table(host):
     assert scheduler.schedule(list(openai_stream(fixture("openai_stream.txt"))), host).depth == 1
 
 
+def test_a_data_dependency_is_invisible_to_the_scheduler_and_needs_a_second_round(host, tmp_path):
+    reader = AnthropicStream()
+    streamed = reader.feed(fixture("anthropic_stream.txt")) + reader.end()
+    assert reader.text == "I'll read both files, then write the summary."
+    # one round: the write's content was fixed before any read ran, and resources do not conflict -> one wave
+    assert scheduler.schedule(streamed, host).waves == [["call_1", "call_2", "call_3"]]
+    assert streamed[2].arguments["content"] == "# Summary\n"                 # a placeholder, not a summary
+    # two rounds: the reads first, then a write built from what they returned
+    reads = [c for c in streamed if c.name == "read_file"]
+    first = scheduler.run_round(reads, host)
+    assert [r.status.value for r in first.results] == ["succeeded", "succeeded"]
+    seen = {c.arguments["path"]: first.by_id()[c.call_id].output["content"] for c in reads}
+    summary = "# Summary\n" + "".join(f"- {path}: {text.strip()}\n" for path, text in seen.items())
+    second = scheduler.run_round([write("notes/summary.md", summary, "call_4")], host)
+    assert second.results[0].ok
+    written = (tmp_path / "notes" / "summary.md").read_text(encoding="utf-8")
+    assert "export const port = 8080;" in written and '"/health"' in written
+
+
 def test_timeline_text_puts_each_call_in_its_steps(host):
     plan = scheduler.schedule(ROUND, host)
     lines = timeline_text(plan.rows()).splitlines()
@@ -284,10 +325,14 @@ def test_one_at_a_time_takes_a_step_per_call_and_one_worker_cannot_meet_the_barr
         one_by_one(call)
     assert one_by_one.steps == 6 and [r["start"] for r in one_by_one.rows(ORDER)] == list(range(6))
     plan = scheduler.schedule(ROUND, host)
-    starved = scheduler.run_plan(plan, StepRecorder(host.execute, together=plan.waves, timeout=0.3),
-                                 max_workers=1)
+    before = len(host.log)
+    recorder = StepRecorder(host.execute, together=plan.waves, timeout=0.3)
+    starved = scheduler.run_plan(plan, recorder, max_workers=1)
     assert starved.summary() == "6 calls in 3 waves: 5 failed, 1 succeeded"
     assert all(r.reason == "execution_failed" for r in starved.results[:5]) and starved.results[5].ok
+    # the failures are the harness's own: no barrier was met and no tool ran for them, only r3 (alone in its wave)
+    assert not any(recorder.met.values()) and set(recorder.met) == {"r1", "r2", "w1", "w2", "w3"}
+    assert [a.call.call_id for a in host.log[before:]] == ["r3"]
 
 
 def test_a_recorder_notices_a_call_started_too_early(host):
@@ -366,16 +411,27 @@ def stored_text() -> str:
 @pytest.mark.skipif(not NOTEBOOK.exists(), reason="chapter 8 notebook not written yet")
 def test_notebook_prints_what_the_toolkit_computes():
     text = stored_text()
-    assert text.count("no: not executable") == 4
-    assert 'yes: read_file({"path": "src/config.ts"}) #call_1' in text
+    assert text.count("no: not executable") == len(SKETCH) == 3
+    assert "t4 completion event" in text and 'yes: read_file({"path": "src/config.ts"}) #call_1' in text
+    assert "attempts the host ran during t1..t3: 0" in text
+    cut = Assembler(envelope=True)
+    for fragment in SKETCH:
+        cut.add(0, arguments=fragment)
+    [refusal] = cut.finish(None)
+    assert f"{refusal.call_id}: rejected, code {refusal.code} - {refusal.errors[0].message}" in text
+    assert "refused ? #" not in text                           # the refusal is printed readably
     assert StreamPanel("openai_stream.txt", position=3).text() in text       # the line after the widget
     panel = StreamPanel("openai_stream.txt")
     assert panel.set(position=11) in text and panel.set(position=12) in text
     assert "glued together: read_fileread_fileread_file" in text
     assert "tools run from the cut streams: 0" in text
     assert "waves: [['r1', 'r2', 'w1'], ['w2', 'w3'], ['r3']]" in text
+    assert "[['call_1', 'call_2', 'call_3']] -> depth 1" in text
+    assert "round 2: [('call_4', 'succeeded')]" in text
+    assert "- src/config.ts: export const port = 8080;\n- src/routes.ts: export const routes" in text
     assert "measured steps: 3 for 6 calls" in text and "one at a time: 6 steps" in text
     assert "one worker, same barriers: 6 calls in 3 waves: 5 failed, 1 succeeded" in text
+    assert "calls whose wave met at the barrier: none" in text and "calls the tools actually ran: ['r3']" in text
     assert "3 calls in 1 wave: 2 succeeded, 1 rejected" in text
     assert "arrival order: ['call_C', 'call_B', 'call_A']" in text
     assert "write C call_C -> succeeded, output 'contents of A\\n'" in text
@@ -384,3 +440,16 @@ def test_notebook_prints_what_the_toolkit_computes():
                  "write-write  w1 then w2: waves 0 and 1 -> w2 waits for w1",
                  "read-write   r1 then w3: waves 0 and 1 -> w3 waits for r1"):
         assert line in text
+
+
+@pytest.mark.skipif(not NOTEBOOK.exists(), reason="chapter 8 notebook not written yet")
+def test_notebook_shows_the_table_as_drawn_and_never_points_at_an_unseen_text():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    prose = "\n".join(c.source for c in nb.cells)
+    assert "| read–write dependency | read the config, then create based on it | the latter waits for the former |" \
+        in prose
+    assert "t4 " in prose and "(completion event)" in prose      # the sketch is drawn with t4 as the event
+    lowered = prose.lower()
+    for phrase in ("seed", "the chapter's table", "the chapter's sketch", "the chapter's round",
+                   "the chapter's four frames", "read_file of chapter 3"):
+        assert phrase not in lowered, phrase
