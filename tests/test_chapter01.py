@@ -1,10 +1,17 @@
-"""Chapter 1, a request is not an action: the panel driven from Python, the diagram's edges, the chapter's facts."""
+"""Chapter 1, a request is not an action: the panel driven from Python, the diagram's edges, the chapter's facts.
+
+Also the start-here notebook (chapter 0): its chapter map, its environment check and its reading path.
+"""
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import itertools
 import os
+import re
 import tempfile
+import tomllib
 from pathlib import Path
 
 import matplotlib
@@ -27,6 +34,7 @@ matplotlib.use("Agg")
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "01_a_request_is_not_an_action.ipynb"
+START = ROOT / "notebooks" / "00_start_here.ipynb"
 SOLUTION = ROOT / "solutions" / "01_read_file_hands_on.ipynb"
 CONFIG = FILES["src/config.ts"].encode()
 LAYER_SETS = [frozenset(name for name, on in zip(("schema", "path", "business"), bits) if on)
@@ -210,7 +218,7 @@ def test_every_arrow_in_the_picture_is_a_real_transition():
         plt.close(fig)
 
 
-def test_the_seed_branches_and_their_advice_come_from_the_code():
+def test_the_book_branches_and_their_advice_come_from_the_code():
     branches = {b.label: b for b in td.BRANCHES}
     assert [s.name for s in td.STAGES] == ["user task", "declare", "request(id)", "schema", "policy", "execute",
                                            "result(id)", "write back"]
@@ -389,3 +397,118 @@ def test_check_cells_explain_why_a_wrong_answer_is_wrong(overrides, explained):
     assert failure is not None, "the checks accepted a wrong answer"
     assert explained in str(failure), str(failure)
     assert tempfile.gettempdir() + "/" not in str(failure), "a check message showed an absolute path"
+
+
+@pytest.mark.skipif(not SOLUTION.exists(), reason="solution not built yet")
+def test_the_exercise_states_the_stream_id_mapping_its_check_relies_on():
+    """The instructions announce call_s1 and say results come back as call_1; the assembler does exactly that."""
+    nb = nbformat.read(SOLUTION, as_version=4)
+    text = "\n".join(c.source for c in nb.cells)
+    assert 'call_id="call_s1"' in text and 'assembler.ids.external("call_1", "stream")' in text
+    assert 'out[0].call_id == "call_1"' in text
+    stream = Assembler()
+    stream.add(0, call_id="call_s1", name="read_file", arguments='{"path": "src/co')
+    [refusal] = stream.finish(None)
+    assert refusal.result.call_id == "call_1" and stream.ids.external("call_1", "stream") == "call_s1"
+
+
+# ------------------------------------------------------------------ re-running a cell prints the same
+def _run_cells(path: Path, upto: int) -> tuple[dict, list[tuple[str, str]]]:
+    """Execute a notebook's first ``upto`` cells in one namespace (its folder as working directory)."""
+    namespace: dict = {"__name__": "__notebook__"}
+    printed = []
+    cwd = os.getcwd()
+    os.chdir(path.parent)
+    try:
+        for cell in nbformat.read(path, as_version=4).cells[:upto]:
+            if cell.cell_type == "code":
+                out = io.StringIO()
+                with contextlib.redirect_stdout(out):
+                    exec(compile(cell.source, "<cell>", "exec"), namespace)
+                printed.append((cell.source, out.getvalue()))
+    finally:
+        os.chdir(cwd)
+    return namespace, printed
+
+
+@pytest.mark.skipif(not NOTEBOOK.exists(), reason="notebook not built yet")
+def test_cells_that_print_log_counts_print_the_same_when_run_again():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    counting = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "len(host.log)" in c.source]
+    assert len(counting) == 2, "the talk-only demo and the function-calling demo both print the host's log size"
+    namespace, first = _run_cells(NOTEBOOK, counting[-1] + 1)
+    try:
+        again = []
+        for index in counting + counting:               # run both cells twice more, in order
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                exec(compile(nb.cells[index].source, "<cell>", "exec"), namespace)
+            again.append(out.getvalue())
+        stored = {src: text for src, text in first}
+        for index, text in zip(counting + counting, again):
+            assert text == stored[nb.cells[index].source], f"cell {index} printed something else on a re-run"
+        assert "host log:            0 attempts" in again[0] and "host log:     1 attempt," in again[1]
+    finally:
+        namespace["workdir"].cleanup()
+
+
+@pytest.mark.skipif(not NOTEBOOK.exists(), reason="notebook not built yet")
+def test_mcp_and_json_rpc_are_explained_where_they_first_appear():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    prose = [" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown"]
+    first_mcp = next(text for text in prose if "MCP" in text)
+    assert "Model Context Protocol" in first_mcp and "JSON-RPC (a" in first_mcp
+    assert not any("JSON-RPC" in text for text in prose[:prose.index(first_mcp)])
+
+
+# ------------------------------------------------------------------ the start-here notebook
+def _h1(path: Path) -> str:
+    first = nbformat.read(path, as_version=4).cells[0].source
+    return next(line[2:].strip() for line in first.splitlines() if line.startswith("# "))
+
+
+@pytest.mark.skipif(not START.exists(), reason="notebook not built yet")
+def test_the_chapter_map_uses_each_notebooks_own_title():
+    rows = re.findall(r"^\| (\d\d) \| \[(.+?)\]\((\S+?\.ipynb)\) \|", "\n".join(
+        c.source for c in nbformat.read(START, as_version=4).cells if c.cell_type == "markdown"), re.MULTILINE)
+    chapters = sorted(p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb") if p != START)
+    assert [file for _, _, file in rows] == [p.name for p in chapters], "every chapter listed once, in order"
+    for number, title, file in rows:
+        assert file.startswith(number)
+        h1 = _h1(ROOT / "notebooks" / file)
+        assert h1.endswith(f"— {title}"), f"chapter map says {title!r}, the notebook's title is {h1!r}"
+
+
+@pytest.mark.skipif(not START.exists(), reason="notebook not built yet")
+def test_the_environment_check_compares_with_pyprojects_minimums():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    namespace, printed = _run_cells(START, 2)
+    text = printed[0][1]
+    assert text.startswith("minimum versions read from pyproject.toml")
+    python_min, packages, _ = namespace["minimums"]()
+    assert python_min == project["requires-python"].removeprefix(">=")
+    assert [f"{n}>={v}" for n, v in packages.items()] == project["dependencies"]
+    for name, minimum in packages.items():
+        assert re.search(rf"^{name} +>= {re.escape(minimum)} +ok$", text, re.MULTILINE), name
+    release = namespace["release"]
+    assert release("4.2") == (4, 2) and release("2.14.0rc1") == (2, 14, 0) and release("10.0") > release("9.9")
+    stored = nbformat.read(START, as_version=4).cells[1].outputs[0].text
+    assert stored == text
+
+
+@pytest.mark.skipif(not START.exists(), reason="notebook not built yet")
+def test_the_reading_path_names_real_modules_and_its_sizes_are_measured():
+    nb = nbformat.read(START, as_version=4)
+    prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    package = ROOT / "toolkit"
+    for name in ("calls", "contracts", "legality", "host", "interpreter", "errors", "outcomes", "schema"):
+        assert f"toolkit/{name}.py" in prose or f"`{name}.py`" in prose
+        assert (package / f"{name}.py").is_file()
+    assert "small on purpose" not in prose and "afternoon" not in prose and "Run the cells first" in prose
+
+    def lines_in(files):
+        return sum(len(f.read_text(encoding="utf-8").splitlines()) for f in files)
+    core = lines_in(package / f"{n}.py" for n in ("calls", "contracts", "legality", "host", "interpreter"))
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert f"about {round(core, -2):>6,} lines" in printed and core < 1000          # "a few hundred"
+    assert f"about {round(lines_in(package.glob('*.py')), -3):>6,} lines" in printed

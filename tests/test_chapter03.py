@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "03_agent427_import_failure.ipynb"
 SOLUTION = ROOT / "solutions" / "03_inspect_exports.ipynb"
 
-# The chapter's calamity, as the source text prints it.
-SEED_CALAMITY = """\
+# The calamity, as the book prints it (the chapter must reproduce it exactly).
+BOOK_CALAMITY = """\
 proposal.code:
   from publication_manifest import load_manifest
 
@@ -40,9 +40,9 @@ validator:
 transition:
   rejected_schema -> observe(errors) -> inspect_exports
 """
-SEED_VALIDATOR = SEED_CALAMITY.split("validator:\n")[1].split("\n\n")[0].replace("  ", "").splitlines()
-SCHEMA_LINES = SEED_VALIDATOR[:3]
-EXPORT_LINE = SEED_VALIDATOR[3]
+BOOK_VALIDATOR = BOOK_CALAMITY.split("validator:\n")[1].split("\n\n")[0].replace("  ", "").splitlines()
+SCHEMA_LINES = BOOK_VALIDATOR[:3]
+EXPORT_LINE = BOOK_VALIDATOR[3]
 
 
 @pytest.fixture
@@ -111,7 +111,7 @@ def test_calamity_validator_lines_exactly_and_nothing_edited(ws):
     layout += ["", "validator:"] + [f"  {x}" for x in report.lines()]
     result = host.execute(first)
     layout += ["", "transition:", f"  {a.transition(result)}"]
-    assert "\n".join(layout) + "\n" == SEED_CALAMITY
+    assert "\n".join(layout) + "\n" == BOOK_CALAMITY
     assert report.transition() == a.transition(result)
     assert result.status is tk.Status.REJECTED and result.failure_class is tk.FailureClass.SCHEMA
     assert file_sha256(ws / a.BUILD_SCRIPT) == before_file and tree_digest(ws) == before_tree
@@ -172,7 +172,7 @@ def test_the_episode_through_evaluate_with_the_scripted_policy(ws):
     assert [o.call.name for o in state.observations] == ["edit_file", "inspect_exports", "edit_file"]
     episode = a.Episode(ws, state, host, before, a.read_build_script(ws))
     transcript = episode.transcript()
-    assert transcript.startswith(SEED_CALAMITY)
+    assert transcript.startswith(BOOK_CALAMITY)
     assert "  from publication_manifest import load_publication_manifest" in transcript.splitlines()
     assert "  schema_ok pass, auth_ok pass, Pre pass: legal = 1" in transcript.splitlines()
     assert str(ws) not in transcript and str(ws.parent) not in transcript
@@ -193,9 +193,24 @@ def test_masked_output_passes_the_schema_yet_names_load_manifest_and_only_the_ex
 
 
 def test_three_hundred_masked_runs_always_pass_the_schema_and_never_get_load_manifest_through(ws):
-    host = a.episode_host(ws)
+    table, refusals = _masked_table(a.episode_host(ws))
+    assert table["load_manifest", "legal"] == 0
+    assert table["load_manifest", "symbol_not_exported"] > 0 and table["load_publication_manifest", "legal"] > 0
+    assert table["load_manifest", "precondition_failed"] + table["load_publication_manifest", "precondition_failed"] > 0
+    assert set(outcome for _, outcome in table) <= {"legal", "symbol_not_exported", "precondition_failed"}
+    assert sum(table.values()) == 300
+    # every refusal is one of the two the prose names: the unexported import, or a file that does not exist
+    for error in refusals:
+        assert (error.code, error.pointer) in {("symbol_not_exported", "import publication_manifest.load_manifest"),
+                                               ("precondition_failed", "$.file_path")}, error.line()
+        if error.code == "precondition_failed":
+            assert error.message.startswith("no such file"), error.line()
+
+
+def _masked_table(host):
+    """Chapter 3's 300 seeded masked runs: (imported name, first refusal's code or "legal") -> count."""
     prefs = agent427_preferences()
-    table = Counter()
+    table, refusals = Counter(), []
     for seed in range(300):
         generation = generate(prefs, EDIT_FILE_SCHEMA, seed=seed)
         arguments, errors = generation.arguments()
@@ -203,13 +218,22 @@ def test_three_hundred_masked_runs_always_pass_the_schema_and_never_get_load_man
         verdict = host.check(tk.request("edit_file", generation.text, call_id=f"call_s{seed}"))
         assert verdict.schema_ok.outcome is tk.Outcome.PASS, seed
         claims, _ = import_claims(arguments["new_text"])
-        outcome = "legal" if verdict.legal else verdict.errors[0].message.split(":")[0]
+        outcome = "legal" if verdict.legal else verdict.errors[0].code
         table[claims[0].name, outcome] += 1
-    assert table["load_manifest", "legal"] == 0
-    assert table["load_manifest", "symbol not exported"] > 0 and table["load_publication_manifest", "legal"] > 0
-    assert table["load_manifest", "no such file"] + table["load_publication_manifest", "no such file"] > 0
-    assert set(outcome for _, outcome in table) <= {"legal", "symbol not exported", "no such file"}
-    assert sum(table.values()) == 300
+        if not verdict.legal:
+            refusals.append(verdict.errors[0])
+    return table, refusals
+
+
+def test_the_chapter_prints_the_masked_run_table_the_toolkit_computes(ws):
+    table, _ = _masked_table(a.episode_host(ws))
+    printed = _stdout(NOTEBOOK).splitlines()
+    columns = ["legal", "symbol_not_exported", "precondition_failed"]
+    assert "schema_ok passed in 300 of 300 masked runs" in printed
+    assert f"{'new_text imports':<27}" + "".join(f"{c:>21}" for c in columns) in printed
+    for name in ("load_manifest", "load_publication_manifest"):
+        assert f"{name:<27}" + "".join(f"{table[name, c]:>21}" for c in columns) in printed, name
+    assert "precondition_failed, for example: $.file_path: no such file: build_site.py" in printed
 
 
 # ------------------------------------------------------- the violation
@@ -245,12 +269,38 @@ def _stdout(path: Path) -> str:
 def test_the_chapter_prints_the_calamity_line_for_line_and_states_its_lessons():
     nb = nbformat.read(NOTEBOOK, as_version=4)
     printed = _stdout(NOTEBOOK)
-    assert SEED_CALAMITY in printed
+    assert BOOK_CALAMITY in printed
     prose = " ".join(c.source.replace("\n# ", " ").replace("\n", " ") for c in nb.cells if c.cell_type == "markdown")
-    assert "Rejection is an observation, not a cue to smuggle the same intention through a shell command" in prose
-    assert "Grammar can prevent a missing brace; it cannot prove an export" in prose
+    assert "A refusal is information to act on, not an obstacle to route around" in prose
+    assert "A grammar can rule out a missing brace; it cannot vouch for an export" in prose
     for heading in ("## Summary", "**Exercise:** `exercises/03_inspect_exports.ipynb`"):
         assert heading in prose
+    # the course says these things in its own words, not the book's
+    for copied in ("different species of thing", "The decisive artifact", "not a cue to smuggle",
+                   "identify each invalid claim, preserve the world", "owns an action vocabulary",
+                   "Grammar can prevent a missing brace"):
+        assert copied not in prose, copied
+    # Toolformer and ReAct are explained where they are named
+    assert "*Toolformer* — a language model trained to insert calls" in prose
+    assert "*ReAct* — prompting a model to alternate a written thought with an action" in prose
+
+
+def test_the_loop_is_counted_as_it_is_shown():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    cell = next(c.source for c in nb.cells if c.cell_type == "markdown" and "evaluate(state):" in c.source)
+    block = cell.split("```\n")[1].split("```")[0].splitlines()
+    assert block[0] == "evaluate(state):" and len(block[1:]) == 5
+    assert all(line.startswith("  ") for line in block[1:])
+    assert "the loop is a header and five lines" in cell.replace("\n", " ")
+
+
+def test_the_workspaces_are_removed_only_by_the_last_code_cell():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert [i for i, c in enumerate(code) if "cleanup()" in c.source] == [len(code) - 1]
+    assert code[-1].outputs[0].text == "chapter workspaces removed: True\n"
+    # the cells of 3.8 that read the copies all run before it
+    assert any("fresh_host" in c.source for c in code[:-1]) and "fresh" not in code[-1].source
     # the cell after the widget prints what the widget shows (the line nbval compares)
     sources = [c.source for c in nb.cells if c.cell_type == "code"]
     widget = next(i for i, s in enumerate(sources) if s.rstrip().endswith("panel.widget"))

@@ -188,5 +188,5 @@ def common_errors(workspace: Path | str | Workspace) -> list[dict[str, str]]:
         rows.append({"error": label, "example": example, "arguments": arguments, "status": result.status.value,
                      "failure_class": result.failure_class.value if result.failure_class else "",
                      "code": error.code, "pointer": error.pointer,
-                     "feedback": f"{error.message}. {error.hint}".strip()})
+                     "feedback": f"{error.message} — hint: {error.hint}" if error.hint else error.message})
     return rows

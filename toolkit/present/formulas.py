@@ -221,8 +221,9 @@ def contract_signature_latex() -> str:
 
 
 def legality_latex() -> str:
-    """The legality definition as the chapter writes it, with the indicator built from the same symbols."""
-    return r"\texttt{legal}(u_t) = " + indicator_latex()
+    """The legality definition as the chapter writes it, each test with its argument."""
+    return (r"\texttt{legal}(u_t) = \mathbf{1}\{\texttt{schema\_ok}(x_t) \land \texttt{auth\_ok}(f_t) "
+            r"\land \texttt{Pre}_{f_t}(x_t)\}")
 
 
 def choice_latex() -> str:

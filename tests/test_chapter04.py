@@ -1,0 +1,233 @@
+"""Chapter 4, choosing among the legal calls: the chapter's facts recomputed by the toolkit and found in the stored notebook."""
+import dataclasses
+from pathlib import Path
+
+import matplotlib
+import nbformat
+import pytest
+
+import toolkit as tk
+from toolkit import agent427 as a
+from toolkit.catalog import CREATE_INVOICE, READ_FILE
+from toolkit.edit_file import edit_file_contract
+from toolkit.present.scoring_panel import ScoringPanel, choice_text
+from toolkit.safeguards import SAFEGUARDS, WHEN_TO_USE, TaskProperties, lean_path, required_safeguards
+from toolkit.scoring import flip_point
+
+matplotlib.use("Agg")
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "notebooks" / "04_choosing_among_legal_calls.ipynb"
+SOLUTION = ROOT / "solutions" / "04_choosing_calls.ipynb"
+
+DECLARED = ("edit_file", "inspect_exports")
+SED = tk.request("shell", {"cmd": f"sed -i 's/json.loads(.*/load_manifest(BOOK_DIR)/' {a.BUILD_SCRIPT}"},
+                 call_id="call_sh")
+
+
+def _stdout(path: Path) -> list[str]:
+    nb = nbformat.read(path, as_version=4)
+    return "".join(o.text for c in nb.cells if c.cell_type == "code" for o in c.outputs
+                   if o.output_type == "stream").splitlines()
+
+
+def _prose(path: Path) -> str:
+    nb = nbformat.read(path, as_version=4)
+    return " ".join(c.source.replace("\n", " ") for c in nb.cells if c.cell_type == "markdown")
+
+
+@pytest.fixture
+def host(tmp_path):
+    return a.episode_host(a.copy_scenario(tmp_path / "ws"))
+
+
+@pytest.fixture
+def options(host):
+    """The chapter's candidates: the read at the worked example's prices, the read at read_file's, the edit at edit_file's."""
+    read = tk.Option("read the script", value=8, cost=1, risk=1)
+    read_contract = tk.Option.from_contract(READ_FILE, value=8, name="read (read_file)")
+    edit = tk.Option.from_contract(host.contract("edit_file"), value=11, name="eager edit")
+    return read, read_contract, edit
+
+
+# ------------------------------------------------------------ 4.1 the governed score
+def test_the_edit_takes_cost_2_and_risk_6_from_its_contract_and_scores_3(host, options):
+    read, read_contract, edit = options
+    contract = host.contract("edit_file")
+    assert (contract.cost, contract.risk) == (2, 6)
+    assert (edit.cost, edit.risk, edit.score()) == (2, 6, 3)
+    assert read.score() == 6
+    printed = _stdout(NOTEBOOK)
+    assert "edit_file: cost 2, risk 6 (writes one workspace file)" in printed
+    assert "eager edit: 11 - 2 - 6 = 3" in printed
+
+
+def test_read_files_contract_prices_the_read_lower_and_the_read_wins_either_way(options):
+    read, read_contract, edit = options
+    assert (read_contract.cost, read_contract.risk) == (READ_FILE.cost, READ_FILE.risk) == (0.1, 0)
+    assert read_contract.score() == pytest.approx(7.9)
+    assert tk.choose([edit, read]).best is read
+    assert tk.choose([edit, read_contract]).best is read_contract
+    printed = _stdout(NOTEBOOK)
+    for option in options:
+        assert f"{option.name:<17} {option.value:g} - {option.cost:g} - {option.risk:g} = {option.score():g}" in printed
+    assert "chosen at the example's prices: read the script" in printed
+    assert "chosen at read_file's prices: read (read_file)" in printed
+
+
+def test_pricing_cost_and_risk_changes_the_decision(options):
+    read, _, edit = options
+    free, priced = tk.choose([read, edit], lam_c=0, lam_r=0), tk.choose([read, edit])
+    assert free.best is edit and free.scores == {"read the script": 8, "eager edit": 11}
+    assert priced.best is read and priced.scores == {"read the script": 6, "eager edit": 3}
+    printed = _stdout(NOTEBOOK)
+    for lam, choice in ((0, free), (1, priced)):
+        block = [f"lambda_c = lambda_r = {lam}:"] + ["  " + line for line in choice.lines()]
+        start = printed.index(block[0])
+        assert printed[start:start + len(block)] == block
+
+
+def test_the_closer_race_safe_7_beats_risky_3():
+    safe, risky = tk.Option("safe call", 10, 2, 1), tk.Option("risky call", 11, 2, 6)
+    choice = tk.choose([safe, risky], lam_c=1, lam_r=1)
+    assert choice.scores == {"safe call": 7, "risky call": 3} and choice.best is safe
+    printed = _stdout(NOTEBOOK)
+    assert choice.lines() == printed[printed.index(choice.lines()[0]):][:2]
+
+
+# ------------------------------------------------------------ 4.2 only legal calls
+def test_the_shell_shortcut_is_illegal_by_the_check_and_never_a_candidate(host, options):
+    read, _, edit = options
+    verdict = tk.check(SED, host.contract("shell"), a.AGENT, None, [d["name"] for d in host.declare()])
+    assert host.contract("shell") is None
+    assert verdict.legal == 0 and verdict.errors[0].code == "unknown_tool"
+    assert verdict.errors[0].line() == "$.name: no tool named 'shell' is declared"
+    assert host.check(SED).legal == 0                       # the host says the same
+    shortcut = tk.Option("shell: sed -i", value=14, cost=1, risk=2, legal=verdict.legal)
+    assert shortcut.score() == 11 > max(read.score(), edit.score())
+    choice = tk.choose([shortcut, read, edit])
+    assert choice.best is read and choice.excluded == ("shell: sed -i",) and "shell: sed -i" not in choice.scores
+    printed = _stdout(NOTEBOOK)
+    assert str(verdict).splitlines() == printed[printed.index(str(verdict).splitlines()[0]):][:4]
+    assert "error code: unknown_tool" in printed
+    assert "shell: sed -i, if it were a candidate: 14 - 1 - 2 = 11" in printed
+    assert "shell: sed -i    illegal  (never a candidate)" in printed
+
+
+# ------------------------------------------------------------ 4.3 / 4.4 prices and the flip
+def test_the_panel_and_the_flip_point(options):
+    read, read_contract, edit = options
+    panel = ScoringPanel([read, edit])
+    assert panel.text() == choice_text([read, edit], 1, 1) and panel.text().endswith("chosen: read the script")
+    assert panel.set(lam_r=0.25).endswith("chosen: eager edit")
+    assert panel.set(lam_r=1.0).endswith("chosen: read the script")
+    r_star = flip_point(read, edit)
+    assert r_star == pytest.approx(0.4)
+    assert tk.choose([read, edit], lam_r=r_star - 0.05).best is edit
+    assert tk.choose([read, edit], lam_r=r_star + 0.05).best is read
+    assert flip_point(read_contract, edit) == pytest.approx(1.1 / 6)
+    printed = _stdout(NOTEBOOK)
+    assert "read vs eager edit: they tie at lambda_r = 0.4" in printed
+    assert "with read_file's contract prices the tie moves to lambda_r = 0.183" in printed
+    assert "safe vs risky call: they tie at lambda_r = 0.2" in printed
+    for lam_r in (0.25, 1.0):
+        text = choice_text([read, edit], 1, lam_r).splitlines()
+        assert printed[printed.index(text[0]):][:len(text)] == text
+
+
+def test_the_flip_plot_draws_legal_options_and_marks_the_flip(options):
+    from toolkit.present.plots import choice_flip
+
+    read, _, edit = options
+    shortcut = tk.Option("shell: sed -i", 14, 1, 2, legal=0)
+    fig = choice_flip([shortcut, read, edit], lam_c=1.0, max_lam_r=2.0)
+    ax = fig.axes[0]
+    solid = [line for line in ax.get_lines() if line.get_linestyle() == "-"]
+    dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+    assert [line.get_label() for line in solid] == ["read the script", "eager edit"]   # the illegal one is not drawn
+    assert [list(line.get_xdata()) for line in dashed] == [[pytest.approx(0.4)] * 2]
+    assert solid[0].get_ydata()[-1] == pytest.approx(read.score(1, 2.0))
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+
+
+# ------------------------------------------------------------ 4.5 safeguards
+def test_the_safeguard_table_has_a_when_to_use_column_and_the_notebook_prints_it():
+    assert list(WHEN_TO_USE) == list(SAFEGUARDS)
+    printed = _stdout(NOTEBOOK)
+    assert f"{'safeguard':<17} {'what it prevents':<57} when to use it" in printed
+    for name, prevents in SAFEGUARDS.items():
+        assert f"{name:<17} {prevents:<57} {WHEN_TO_USE[name]}" in printed
+    assert "deletion, publishing, a large payment" in WHEN_TO_USE["human approval"]
+
+
+def test_read_file_takes_the_lean_path_and_create_invoice_gets_key_and_record_but_no_approval():
+    assert required_safeguards(READ_FILE) == ("call id",) and lean_path(READ_FILE)
+    invoice = TaskProperties.of(CREATE_INVOICE)
+    assert not invoice.reversible and invoice.side_effect and invoice.self_checkable
+    assert required_safeguards(CREATE_INVOICE) == ("call id", "idempotency key", "execution record")
+    # what makes approval unnecessary: evidence and a checkable postcondition. Take them away and it is needed.
+    blind = dataclasses.replace(CREATE_INVOICE, evidence=(), postconditions=())
+    assert "human approval" in required_safeguards(blind)
+    # and a contract that asks for approval gets it
+    assert required_safeguards(dataclasses.replace(CREATE_INVOICE, needs_approval=True))[-1] == "human approval"
+    printed = _stdout(NOTEBOOK)
+    assert "  safeguards: call id; lean path: True" in printed
+    assert "  safeguards: call id, idempotency key, execution record; lean path: False" in printed
+    card = CREATE_INVOICE.card().splitlines()
+    assert printed[printed.index(card[0]):][:len(card)] == card
+
+
+def test_a_deletion_that_needs_approval_is_refused_until_a_person_approves_that_call():
+    delete_invoice = tk.Contract(
+        "delete_invoice", "Delete an issued invoice and its ledger entry.",
+        {"type": "object", "required": ["invoice_id"], "properties": {"invoice_id": {"type": "string"}},
+         "additionalProperties": False},
+        permissions=("billing.admin",), reversible=False, retry=tk.Retry.UNSAFE,
+        evidence=("the deleted invoice id",), writes=("invoice:{invoice_id}",), needs_approval=True)
+    assert required_safeguards(delete_invoice) == ("call id", "idempotency key", "execution record", "human approval")
+    call = tk.request("delete_invoice", {"invoice_id": "INV-9"}, call_id="call_del")
+    admin = tk.Caller("agent-427", frozenset({"billing.admin"}))
+    refused = tk.check(call, delete_invoice, admin)
+    assert refused.legal == 0 and refused.blocked_by == ("Pre",)
+    assert refused.errors[0].line() == "tool delete_invoice: a person must approve this call"
+    assert tk.check(call, delete_invoice, admin.approving("call_del")).legal == 1
+    assert tk.check(call, delete_invoice, admin.approving("call_other")).legal == 0   # approval is per call id
+    printed = _stdout(NOTEBOOK)
+    assert ("  safeguards: call id, idempotency key, execution record, human approval; lean path: False"
+            in printed)
+    assert "Pre       fail          tool delete_invoice: a person must approve this call" in printed
+    assert "  requires: caller has billing.admin; a person approved this call" in printed
+
+
+# ------------------------------------------------------------ the notebook itself
+def test_the_chapter_says_things_in_its_own_words_and_ends_cleanly():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    prose = _prose(NOTEBOOK)
+    assert "reward" not in prose                                  # R is risk here, and only risk
+    assert "$R$ here stands for its risk" in prose
+    assert "Bellman structure" in prose and "plus** what the state it leads to is worth" in prose
+    assert "the chapter's numbers" not in prose and "chapter's tiny" not in prose
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert any("tk.Option.from_contract(edit_contract" in c.source for c in code)
+    assert any("tk.check(sed" in c.source and "legal=verdict.legal" in c.source for c in code)
+    assert not any("legal=0" in c.source for c in code), "legality is derived from the check, never typed"
+    for heading in ("## Summary", "**Exercise:** `exercises/04_choosing_calls.ipynb`"):
+        assert heading in prose
+    widget = next(i for i, c in enumerate(code) if c.source.rstrip().endswith("panel.widget"))
+    assert code[widget + 1].source.strip() == "print(panel.text())"
+    assert [i for i, c in enumerate(code) if "cleanup()" in c.source] == [len(code) - 1]
+    assert code[-1].outputs[0].text == "chapter workspace removed: True\n"
+
+
+def test_the_solution_derives_its_candidates_and_has_two_checked_tasks():
+    nb = nbformat.read(SOLUTION, as_version=4)
+    regions = [c for c in nb.cells if c.cell_type == "code" and "### BEGIN SOLUTION" in c.source]
+    checks = [c for c in nb.cells if "check" in c.metadata.get("tags", [])]
+    assert len(regions) == 2 and len(checks) == 2 and all("assert" in c.source for c in checks)
+    edit = tk.Option.from_contract(edit_file_contract(a.SCENARIO), 11, "eager edit")
+    shell_legal = tk.check(SED, None, a.AGENT, declared=DECLARED).legal
+    printed = _stdout(SOLUTION)
+    assert f"eager edit       value 11, cost {edit.cost:g}, risk {edit.risk:g}, legal 1" in printed
+    assert f"shell: sed -i    value 14, cost 1, risk 2, legal {shell_legal}" in printed and shell_legal == 0
+    assert "r_star = 0.4" in printed
