@@ -26,8 +26,8 @@ import toolkit
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-# pip name -> conda-forge name, where they differ (none do today).
-CONDA_NAMES: dict[str, str] = {}
+# pip name -> conda-forge name, where they differ.
+CONDA_NAMES: dict[str, str] = {"playwright": "playwright-python"}
 
 
 # ------------------------------------------------------------------ a reader for environment.yml
@@ -105,7 +105,7 @@ def pyproject_bounds() -> dict[str, str]:
     runtime = lower_bounds(project["dependencies"])
     test = lower_bounds(project["optional-dependencies"]["test"])
     assert not runtime.keys() & test.keys(), "a dependency is listed both as runtime and as test"
-    return {CONDA_NAMES.get(name, name): bound for name, bound in {**runtime, **test}.items()}
+    return {**runtime, **test}
 
 
 def environment() -> dict:
@@ -139,7 +139,7 @@ def test_environment_yml_has_the_same_dependencies_and_bounds():
     declared = conda_bounds(env["dependencies"])
     python = declared.pop("python")
     assert f">={python}" == PYPROJECT["project"]["requires-python"]
-    assert declared == pyproject_bounds()
+    assert declared == {CONDA_NAMES.get(name, name): bound for name, bound in pyproject_bounds().items()}
 
 
 def test_environment_yml_installs_this_checkout():

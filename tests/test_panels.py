@@ -22,7 +22,7 @@ def test_legality_panel_follows_each_box():
     shown = panel.set(schema=True, auth=False)
     assert "blocked by: auth_ok" in shown and "caller lacks billing.write" in shown
     shown = panel.set(auth=True, pre=False)
-    assert "blocked by: Pre" in shown and "order_approved failed" in shown
+    assert "blocked by: Pre" in shown and "order_approved not met (requires: order is approved)" in shown
     panel.boxes[2].value = True          # a click on the widget itself, not through .set
     assert "legal = 1 x 1 x 1 = 1" in panel.text()
     assert "legal = 1" in panel.view.value   # the HTML the browser renders says the same

@@ -45,7 +45,7 @@ class Condition:
     def failure(self, code: str, hint: str = "") -> ToolError:
         """The structured error this condition produces when its predicate says False."""
         pointer = f"$.{self.field}" if self.field else "$"
-        return ToolError(code, pointer, f"{self.name} failed: {self.description}",
+        return ToolError(code, pointer, f"{self.name} not met (requires: {self.description})",
                          expected=self.description, received="not satisfied", hint=hint)
 
 

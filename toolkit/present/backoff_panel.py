@@ -7,9 +7,9 @@ total wait is evaluated separately, as a check the student can read beside it.
 """
 from __future__ import annotations
 
-import html
 
 from ..backoff import Jitter, Policy, walk
+from .text_view import pre_html
 
 BAR_WIDTH = 24   # characters of the longest bar in the text view
 
@@ -113,7 +113,7 @@ class BackoffPanel:
 
     def _update(self, _change: object = None) -> None:
         self._text = plan_text(self.policy, self.seed)
-        self.view.value = f"<pre>{html.escape(self._text)}</pre>"
+        self.view.value = pre_html(self._text)
 
     def _ipython_display_(self) -> None:  # pragma: no cover - display only
         from IPython.display import display

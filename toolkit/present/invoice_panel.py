@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..crash import CRASH_POINTS, run_scenario
+from .text_view import pre_html
 
 #: The dropdown: the toolkit's crash points by name, and "no crash".
 CRASH_CHOICES: tuple[tuple[str, str], ...] = tuple((("no crash" if p == "none" else p), p) for p in CRASH_POINTS)
@@ -205,8 +206,7 @@ class InvoicePanel:
         self.outcome = scenario(chosen.mode, chosen.crash_at)
         self._text = outcome_text(self.setting, chosen, self.outcome)
         colour = "#cf222e" if self.outcome["invoice_count"] != 1 else "#1a7f37"
-        self.view.value = (f"<pre style='border-left:4px solid {colour};padding-left:8px'>"
-                           f"{html.escape(self._text)}</pre>")
+        self.view.value = pre_html(self._text, colour)
 
     def _ipython_display_(self) -> None:  # pragma: no cover - display only
         from IPython.display import display

@@ -6,10 +6,10 @@ scenario function. Nothing here fakes a bit.
 """
 from __future__ import annotations
 
-import html
 from typing import Callable
 
 from ..legality import Verdict
+from .text_view import pre_html
 
 #: A scenario maps three switches (schema fixed?, authorized?, ready?) to a real verdict.
 Scenario = Callable[[bool, bool, bool], Verdict]
@@ -56,8 +56,7 @@ class LegalityPanel:
         verdict = self.verdict
         self._text = verdict_text(verdict)
         colour = "#1a7f37" if verdict.legal else "#cf222e"
-        self.view.value = (f"<pre style='border-left:4px solid {colour};padding-left:8px'>"
-                           f"{html.escape(self._text)}</pre>")
+        self.view.value = pre_html(self._text, colour)
 
     def _ipython_display_(self) -> None:  # pragma: no cover - display only
         from IPython.display import display

@@ -22,7 +22,6 @@ shown as ``<workspace>``.
 """
 from __future__ import annotations
 
-import html
 import json
 import os
 import re
@@ -40,6 +39,7 @@ from ..outcomes import ToolResult
 from ..read_file import LAYERS, make_read_file
 from ..streaming import Assembler
 from ..vendors import Refusal
+from .text_view import pre_html
 
 # ------------------------------------------------------------------ recording opens
 
@@ -364,8 +364,7 @@ class ReadFilePanel:
         self._text = self.current.text()
         colour = "#1a7f37" if self.current.result.ok else "#cf222e"
         touched = "<b>a file was opened</b>" if self.current.touched else "nothing was opened"
-        self.view.value = (f"<pre style='border-left:4px solid {colour};padding-left:8px'>"
-                           f"{html.escape(self._text)}</pre><div>{touched}</div>")
+        self.view.value = pre_html(self._text, colour) + f"<div>{touched}</div>"
 
     def _ipython_display_(self) -> None:  # pragma: no cover - display only
         from IPython.display import display

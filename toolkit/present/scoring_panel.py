@@ -1,10 +1,10 @@
 """Sliders for the prices of cost and risk, and the legal call they choose."""
 from __future__ import annotations
 
-import html
 from typing import Sequence
 
 from ..scoring import Option, choose
+from .text_view import pre_html
 
 
 def choice_text(options: Sequence[Option], lam_c: float, lam_r: float) -> str:
@@ -42,7 +42,7 @@ class ScoringPanel:
 
     def _update(self, _change: object = None) -> None:
         self._text = choice_text(self.options, self.lam_c.value, self.lam_r.value)
-        self.view.value = f"<pre>{html.escape(self._text)}</pre>"
+        self.view.value = pre_html(self._text)
 
     def _ipython_display_(self) -> None:  # pragma: no cover - display only
         from IPython.display import display

@@ -14,7 +14,6 @@ here: the panel only describes each chunk and records what the reader said.
 """
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from ..calls import ToolCall
 from ..streaming import AnthropicStream, OpenAIStream, Preview
 from ..vendors import Refusal, fixture
+from .text_view import pre_html
 
 WAITING = "cannot execute: no completion event yet"
 
@@ -240,8 +240,7 @@ class StreamPanel:
     def _update(self, _change: object = None) -> None:
         self._text = moment_text(self.name, self.moment, self.descriptions, self.window)
         colour = "#1a7f37" if self.moment.executable else "#cf222e"
-        self.view.value = (f"<pre style='border-left:4px solid {colour};padding-left:8px'>"
-                           f"{html.escape(self._text)}</pre>")
+        self.view.value = pre_html(self._text, colour)
 
     def _ipython_display_(self) -> None:  # pragma: no cover - display only
         from IPython.display import display

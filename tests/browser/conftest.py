@@ -1,0 +1,142 @@
+"""Fixtures for the real-browser tests: one headless Chromium, one JupyterLab, a Voila per notebook.
+
+* Without Playwright, Voila or Chromium on the machine, the browser tests are skipped with the
+  reason; with ``REQUIRE_BROWSER=1`` (as in ``.ci/run``) they fail instead.
+* The servers run on a scratch copy of ``notebooks/`` with their own Jupyter folders, and are
+  stopped (kernels included) in every case: fixture teardown, interpreter exit, SIGTERM.
+  Teardown fails the run if any process they started is still alive.
+* Screenshots and ``latency.json`` go to ``$BROWSER_ARTIFACTS`` (default: a new temporary
+  folder, named in the summary at the end of the run).
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import browser_harness as harness
+from widget_driver import LATENCY
+
+REQUIRE_BROWSER = os.environ.get("REQUIRE_BROWSER") == "1"
+VIEWPORT = {"width": 1280, "height": 900}
+
+_ARTIFACTS: list[Path] = []
+
+
+def require(reason: str | None) -> None:
+    """Skip (or, with REQUIRE_BROWSER=1, fail) when ``reason`` says what is missing."""
+    if reason is None:
+        return
+    if REQUIRE_BROWSER:
+        pytest.fail(f"REQUIRE_BROWSER=1, but {reason}", pytrace=False)
+    pytest.skip(f"browser test skipped: {reason}")
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    folder = Path(os.environ.get("BROWSER_ARTIFACTS") or tempfile.mkdtemp(prefix="browser-artifacts-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    if not _ARTIFACTS:
+        _ARTIFACTS.append(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def scratch(tmp_path_factory) -> Path:
+    """A folder for this run's servers: the course copy, Jupyter's folders, logs."""
+    harness.install_cleanup()
+    return tmp_path_factory.mktemp("browser")
+
+
+@pytest.fixture(scope="session")
+def course(scratch: Path) -> Path:
+    """A scratch copy of the course's notebooks (JupyterLab autosaves; the committed files stay untouched)."""
+    return harness.scratch_course(scratch / "course")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for the whole run; every process it started is gone after it closes."""
+    require(harness.missing_for_browser_tests())
+    from playwright.sync_api import sync_playwright
+
+    marker = f"chromium-{secrets.token_hex(8)}"
+    playwright = sync_playwright().start()
+    try:
+        chromium = playwright.chromium.launch(
+            executable_path=harness.chromium_executable(), args=list(harness.CHROMIUM_ARGS), headless=True,
+            env={**os.environ, harness.MARKER_VAR: marker})
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+    finally:
+        playwright.stop()
+        left = harness.wait_gone(marker, 10.0)
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        assert not left, f"Chromium processes outlived the browser: {left}"
+
+
+@pytest.fixture(scope="session")
+def lab(browser, course: Path, scratch: Path):
+    """JupyterLab started by the README's "open the course" command, shared by every Lab test."""
+    server = harness.Lab(course, scratch / "lab")
+    try:
+        yield server
+    finally:
+        left = server.stop()
+        assert not left, f"processes outlived JupyterLab: {[harness.command_line(p) for p in left]}"
+
+
+@pytest.fixture(scope="session")
+def voila_ready(browser) -> None:
+    require(harness.missing_for_browser_tests(need_voila=True))
+
+
+@pytest.fixture(scope="session")
+def lab_page(browser, lab):
+    """One JupyterLab tab for the run, opened where the README's command sends a learner's browser.
+
+    Each widget test opens its notebook in it (as a double click would) and closes it again,
+    so JupyterLab loads once instead of once per notebook.
+    """
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(lab.opened_address())
+        yield page
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if not LATENCY and not _ARTIFACTS:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("browser: click-to-update latency (input event to changed text)")
+    for front_end, rows in sorted(LATENCY.items()):
+        for name, row in sorted(rows.items()):
+            write(f"{front_end:<6} {name:<36} median {row['median_ms']:>6.1f} ms   worst {row['worst_ms']:>6.1f} ms"
+                  f"   ({row['clicks']} clicks on {row['control']!r})")
+    if _ARTIFACTS:
+        write(f"screenshots and latency.json: {_ARTIFACTS[0]}")

@@ -1,0 +1,106 @@
+"""The course in JupyterLab, in a real headless Chromium.
+
+* The README's "open the course" command brings up a server that sends the browser to the
+  start page, and the start page renders and runs.
+* Every chapter notebook that shows a widget is opened, run top to bottom, and its widget is
+  operated through the page (tick, move, pick); the widget's display must change as the
+  chapter says (``widget_chapters.CHAPTERS``). A widget notebook without an entry there fails.
+* Each widget's click-to-update latency is measured over 20 inputs and recorded.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import widget_driver as drive
+from widget_chapters import CHAPTERS, ROOT, known_broken, widget_notebooks
+
+WIDGET_NOTEBOOKS = widget_notebooks()
+README_COMMAND = "python -m jupyter lab notebooks/00_start_here.ipynb"
+CLICKS = 20
+
+
+def chapter_for(name: str):
+    """The operations for a widget notebook; a notebook without them fails (it must not go untested)."""
+    if name not in CHAPTERS:
+        pytest.fail(f"notebooks/{name}.ipynb shows a widget, but tests/browser/widget_chapters.py has no entry "
+                    f"for it in CHAPTERS: add the controls to operate and what the page must then show",
+                    pytrace=False)
+    return CHAPTERS[name]
+
+
+def start_page_title() -> str:
+    notebook = nbformat.read(ROOT / "notebooks" / "00_start_here.ipynb", as_version=4)
+    first = next(cell for cell in notebook.cells if cell.cell_type == "markdown")
+    match = re.match(r"#\s+(.+)", first.source)
+    assert match, "the start page opens with a '# title' line"
+    return match.group(1).strip()
+
+
+# ------------------------------------------------------------------ no browser needed
+def test_every_widget_notebook_has_operations():
+    assert WIDGET_NOTEBOOKS, "no chapter notebook shows a widget: the discovery found nothing"
+    missing = sorted(set(WIDGET_NOTEBOOKS) - set(CHAPTERS))
+    # an entry may be written before its chapter exists, but not for a notebook that shows no widget
+    stale = sorted(name for name in set(CHAPTERS) - set(WIDGET_NOTEBOOKS)
+                   if (ROOT / "notebooks" / f"{name}.ipynb").exists())
+    assert not missing, f"widget notebooks with no operations in widget_chapters.CHAPTERS: {missing}"
+    assert not stale, f"CHAPTERS entries for notebooks that show no widget: {stale}"
+    for name, chapter in CHAPTERS.items():
+        assert chapter.steps and all(step.shows for step in chapter.steps), f"{name}: every step must check the page"
+        assert chapter.flip[0].label == chapter.flip[1].label, f"{name}: the timed flip works one control"
+
+
+def test_the_readme_states_the_command_the_tests_run(lab):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert README_COMMAND in readme
+    # the server under test was started by exactly that command (plus headless flags after it)
+    assert lab.argv[1:5] == README_COMMAND.split()[1:]
+
+
+# ------------------------------------------------------------------ the start page
+def test_the_readme_command_opens_the_start_page(lab, lab_page, artifacts: Path):
+    page = lab_page                            # opened at the address the server gave the browser
+    page.wait_for_url(re.compile(r"/lab/tree/00_start_here\.ipynb"), timeout=60_000)
+    heading = page.get_by_role("heading", name=start_page_title())
+    heading.wait_for(state="visible", timeout=60_000)
+    drive.wait_for_kernel(page, "00_start_here.ipynb")
+    drive.run_all_in_lab(page)
+    shown = "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())   # what the cells printed
+    # the environment check ran in the browser's kernel and found nothing missing or too old
+    assert re.search(r"toolkit \S+ imported", shown), shown
+    for trouble in ("MISSING", "too old", "not installed", "Traceback"):
+        assert trouble not in shown, f"the start page reports a problem ({trouble!r}):\n{shown}"
+    page.screenshot(path=str(artifacts / "lab-00_start_here.png"))
+    drive.close_in_lab(page)
+
+
+# ------------------------------------------------------------------ every widget, operated
+@pytest.mark.parametrize("name", [pytest.param(name, marks=known_broken(name)) for name in WIDGET_NOTEBOOKS])
+def test_widget_in_lab(name: str, lab_page, artifacts: Path):
+    chapter = chapter_for(name)
+    page = lab_page
+    drive.open_in_lab(page, name)
+    try:
+        drive.run_all_in_lab(page)
+        display = drive.display_of(page, chapter.steps[0])
+        display.first.wait_for(state="attached", timeout=30_000)
+        assert display.count() == 1, f"{name}: expected one panel around {chapter.steps[0].label!r}"
+        drive.wait_until_shown(page, display, chapter.first, what=f"{name} after run all")
+        display.scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts / f"lab-{name}-1-first.png"))
+
+        for number, step in enumerate(chapter.steps):
+            drive.do_step(page, step, f"{name}: {chapter.summary}")
+            if number == 0:
+                page.screenshot(path=str(artifacts / f"lab-{name}-2-changed.png"))
+
+        samples = drive.time_flips(page, chapter.flip, CLICKS)
+        summary = {**drive.summarize(samples), "control": chapter.flip[0].label}
+        drive.record_latency("lab", name, summary, artifacts)
+        print(f"{name}: click-to-update median {summary['median_ms']} ms, worst {summary['worst_ms']} ms")
+    finally:
+        drive.close_in_lab(page)

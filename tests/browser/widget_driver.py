@@ -1,0 +1,222 @@
+"""Operate ipywidgets in a real page the way a student does, and read what the widget then shows.
+
+Controls are found by the label printed beside them (``Step.label``); the text a panel
+shows is its ``HTML`` display, found in the same box as the control. Nothing here talks to
+the kernel directly: a click goes through the page, the widget's front end, the kernel's
+observer, and back into the page, exactly as in class.
+
+``Timer`` measures the click-to-update latency in the page itself: the time from the first
+input event the page sees (pointer, key, input or change) to the moment the display's text
+differs, recorded by a MutationObserver with ``performance.now()``.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from widget_chapters import Step
+
+#: The innermost ``VBox`` around an element: a panel's own box (controls and display).
+PANEL_BOX = "xpath=ancestor::div[contains(concat(' ', normalize-space(@class), ' '), ' widget-vbox ')][1]"
+
+#: True once the notebook ``path`` is the current tab and its kernel is connected and idle.
+KERNEL_READY = """(path) => {
+  const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  if (!w || !w.context || w.context.path !== path) return false;
+  const k = w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+  return !!k && k.connectionStatus === 'connected' && k.status === 'idle';
+}"""
+
+#: True once every code cell has an execution count and the kernel is idle again; raises on a failed cell.
+ALL_RAN = """() => {
+  const w = window.jupyterapp.shell.currentWidget;
+  const cells = w.content.model.cells;
+  for (let i = 0; i < cells.length; i++) {
+    const cell = cells.get(i);
+    if (cell.type !== 'code') continue;
+    const outputs = cell.outputs;
+    for (let j = 0; j < outputs.length; j++) {
+      const o = outputs.get(j);
+      if (o.type === 'error') {
+        const err = o.toJSON();
+        throw new Error('cell ' + i + ' failed: ' + err.ename + ': ' + err.evalue);
+      }
+    }
+    if (cell.executionCount === null || cell.executionCount === undefined) return false;
+  }
+  return w.sessionContext.session.kernel.status === 'idle';
+}"""
+
+
+# ------------------------------------------------------------------ JupyterLab
+def wait_for_kernel(page, path: str, timeout_ms: int = 90_000) -> None:
+    """Wait until the notebook ``path`` is in front and its kernel really is ready.
+
+    The toolbar says "Idle" before the kernel's connection is up, and a "run all" sent then
+    is lost; so wait for the session's kernel to report *connected* and *idle*.
+    """
+    page.wait_for_function(KERNEL_READY, arg=path, timeout=timeout_ms, polling=100)
+
+
+def open_in_lab(page, name: str, timeout_ms: int = 90_000) -> None:
+    """Open ``<name>.ipynb`` (as a double click in the file browser does) and wait for its kernel."""
+    path = f"{name}.ipynb"
+    page.evaluate("(path) => window.jupyterapp.commands.execute('docmanager:open', {path}).then(() => true)", path)
+    wait_for_kernel(page, path, timeout_ms)
+
+
+def run_all_in_lab(page, timeout_ms: int = 120_000) -> None:
+    """Run > Run All Cells, then wait for every code cell to finish (a failing cell fails the test)."""
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells').then(() => true)")
+    page.wait_for_function(ALL_RAN, timeout=timeout_ms, polling=100)
+
+
+def close_in_lab(page) -> None:
+    """Shut down the current notebook's kernel and close its tab (unsaved changes to a scratch copy are dropped)."""
+    page.evaluate("""async () => {
+      const w = window.jupyterapp.shell.currentWidget;
+      if (!w || !w.sessionContext) return false;
+      await w.sessionContext.shutdown();
+      w.dispose();
+      return true;
+    }""")
+
+
+# ------------------------------------------------------------------ controls and the display
+def control_box(page, step: Step):
+    """The widget element (not yet its input) of the control ``step`` names."""
+    css = {"check": ".widget-checkbox", "slider": ".widget-slider", "select": ".widget-dropdown"}[step.kind]
+    return page.locator(css).filter(has=page.get_by_text(step.label, exact=True))
+
+
+def display_of(page, step: Step):
+    """The HTML display of the panel that owns the control ``step`` names."""
+    return control_box(page, step).locator(PANEL_BOX).locator(".widget-html-content")
+
+
+def apply(page, step: Step, before_input=lambda: None, scroll: bool = True) -> None:
+    """Operate the control as a student would; ``before_input`` runs just before the decisive input event."""
+    box = control_box(page, step)
+    if scroll:
+        box.scroll_into_view_if_needed()
+    if step.kind == "check":
+        tick = box.locator("input[type=checkbox]")
+        if tick.is_checked() != bool(step.value):
+            before_input()
+            tick.click()
+        assert tick.is_checked() == bool(step.value)
+    elif step.kind == "select":
+        before_input()
+        box.locator("select").select_option(label=str(step.value))
+    elif step.kind == "slider":
+        readout = box.locator(".widget-readout")     # the number beside a slider can be typed into
+        readout.click()
+        page.keyboard.press("Control+A")
+        page.keyboard.type(f"{step.value:g}")
+        before_input()
+        page.keyboard.press("Enter")
+    else:
+        raise ValueError(f"unknown control kind {step.kind!r}")
+
+
+def wait_until_shown(page, display, shows: tuple[str, ...], hides: tuple[str, ...] = (),
+                     timeout_ms: int = 10_000, what: str = "") -> str:
+    """Wait until the display shows every text in ``shows`` and none in ``hides``; return its text."""
+    try:
+        page.wait_for_function(
+            """([el, shows, hides]) => { const t = el.innerText;
+                 return shows.every(s => t.includes(s)) && !hides.some(s => t.includes(s)); }""",
+            arg=[display.element_handle(), list(shows), list(hides)], timeout=timeout_ms, polling=20)
+    except Exception as error:  # a Playwright timeout: say what the page shows instead
+        text = display.inner_text() if display.count() == 1 else f"<{display.count()} displays>"
+        raise AssertionError(f"{what}: expected the widget to show {list(shows)}"
+                             + (f" and not {list(hides)}" if hides else "")
+                             + f"; it shows:\n{text}") from error
+    return display.inner_text()
+
+
+def do_step(page, step: Step, claim: str = "", timeout_ms: int = 10_000) -> str:
+    """Apply ``step`` and wait for the display to show what it must; returns the display's text.
+
+    ``claim`` (what the chapter says the widget does) heads the failure message.
+    """
+    apply(page, step)
+    return wait_until_shown(page, display_of(page, step), step.shows, step.hides, timeout_ms,
+                            what=f"{claim + '; ' if claim else ''}after setting {step.label!r} to {step.value!r}")
+
+
+# ------------------------------------------------------------------ latency
+class Timer:
+    """Input-event-to-changed-text latency of one display, measured inside the page."""
+
+    EVENTS = "['pointerdown', 'mousedown', 'keydown', 'input', 'change']"
+    INSTALL = """(el) => {
+      const old = window.__widgetTimer;             // one timer per page: retire the previous widget's
+      if (old) {
+        old.observer.disconnect();
+        for (const type of EVENTS) document.removeEventListener(type, old.mark, true);
+      }
+      const s = window.__widgetTimer = {el, armed: false, t0: null, t1: null, before: ''};
+      s.mark = () => { if (s.armed && s.t0 === null) s.t0 = performance.now(); };
+      for (const type of EVENTS) document.addEventListener(type, s.mark, true);
+      s.observer = new MutationObserver(() => {
+        if (s.armed && s.t0 !== null && s.t1 === null && s.el.innerText !== s.before) s.t1 = performance.now();
+      });
+      s.observer.observe(el, {subtree: true, childList: true, characterData: true});
+    }""".replace("EVENTS", EVENTS)
+
+    def __init__(self, page, display):
+        self.page = page
+        page.evaluate(self.INSTALL, display.element_handle())
+
+    def arm(self) -> None:
+        self.page.evaluate("() => { const s = window.__widgetTimer; s.before = s.el.innerText;"
+                           " s.t0 = null; s.t1 = null; s.armed = true; }")
+
+    def measure(self, page, step: Step, timeout_ms: int = 10_000) -> float:
+        """Apply ``step``; milliseconds from its input event to the display's changed text."""
+        apply(page, step, before_input=self.arm, scroll=False)
+        t0, t1, text = page.evaluate("""async (timeout) => {
+          const s = window.__widgetTimer, deadline = performance.now() + timeout;
+          while (s.t1 === null) {
+            if (performance.now() > deadline) throw new Error('the display did not change');
+            await new Promise(resolve => setTimeout(resolve, 5));
+          }
+          s.armed = false;
+          return [s.t0, s.t1, s.el.innerText];
+        }""", timeout_ms)
+        if not (all(s in text for s in step.shows) and not any(s in text for s in step.hides)):
+            wait_until_shown(page, display_of(page, step), step.shows, step.hides, timeout_ms,
+                             what=f"timed step {step.label!r} = {step.value!r}")
+        return t1 - t0
+
+
+def time_flips(page, flip: tuple[Step, Step], clicks: int = 20) -> list[float]:
+    """Alternate the two steps of ``flip`` ``clicks`` times; the latency of each, in milliseconds."""
+    display = display_of(page, flip[0])
+    timer = Timer(page, display)
+    control_box(page, flip[0]).scroll_into_view_if_needed()
+    wait_until_shown(page, display, flip[1].shows, flip[1].hides, what="before timing")
+    samples = []
+    for i in range(clicks):
+        samples.append(timer.measure(page, flip[i % 2]))
+    return samples
+
+
+#: Click-to-update latency per front end and notebook, filled by the tests (printed at the end of the run).
+LATENCY: dict[str, dict[str, dict]] = {}
+
+
+def record_latency(front_end: str, name: str, summary: dict, artifacts: Path) -> None:
+    """Keep one widget's latency summary and rewrite ``latency.json`` in the artifacts folder."""
+    LATENCY.setdefault(front_end, {})[name] = summary
+    (artifacts / "latency.json").write_text(json.dumps(LATENCY, indent=1, sort_keys=True) + "\n",
+                                            encoding="utf-8")
+
+
+def summarize(samples: list[float]) -> dict:
+    ordered = sorted(samples)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return {"clicks": len(samples), "median_ms": round(median, 1), "worst_ms": round(ordered[-1], 1),
+            "samples_ms": [round(s, 1) for s in samples]}
