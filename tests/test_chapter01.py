@@ -24,7 +24,8 @@ from toolkit.audit import AuditLog, run_audited
 from toolkit.outcomes import NEXT_STEP
 from toolkit.present import transaction_diagram as td
 from toolkit.present.read_file_panel import (FILES, HOSTILE, REQUESTS, SECRETS, ReadFilePanel, attempt,
-                                             demo_workspace, files_opened, recording_opens)
+                                             demo_workspace)
+from toolkit.witness import files_opened, recording_opens
 from toolkit.records import TRANSITIONS, State
 from toolkit.schema import compile_schema, schema_errors
 from toolkit.streaming import Assembler, Preview

@@ -1,12 +1,8 @@
 """Chapter 1's read_file panel: pick a request, cut validation layers, watch what stops it.
 
-Three pieces, usable without any widget:
+Two pieces, usable without any widget (the witness that records every file
+opened is ``toolkit.witness.recording_opens``):
 
-* ``recording_opens()`` records every file the interpreter opens while it is
-  active (a ``sys.addaudithook`` hook on the ``open`` event, which both
-  ``open()`` and ``os.open`` raise *before* the system call). It is how the
-  chapter proves that a refused request touched nothing. Opens made by the
-  import system (loading code and package data) are not recorded.
 * ``demo_workspace(base)`` builds the chapter's small world under ``base``: a
   workspace ``ws`` with ``src/config.ts`` and ``src/routes.ts``, a link
   ``src/settings.ts`` that leads out of it, and two folders beside it that
@@ -25,12 +21,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 import tempfile
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..calls import ToolCall, request
 from ..host import Host, not_a_call
@@ -39,75 +33,8 @@ from ..outcomes import ToolResult
 from ..read_file import LAYERS, make_read_file
 from ..streaming import Assembler
 from ..vendors import Refusal
+from ..witness import Open, files_opened, recording_opens
 from .text_view import pre_html
-
-# ------------------------------------------------------------------ recording opens
-
-
-@dataclass(frozen=True)
-class Open:
-    """One open the interpreter attempted: the path as given, and whether it opened a folder."""
-
-    path: str
-    directory: bool
-
-    @property
-    def name(self) -> str:
-        """The last component: what a folder-relative open (``dir_fd``) names anyway."""
-        return os.path.basename(self.path.rstrip("/")) or self.path
-
-
-_ACTIVE: list[list[Open]] = []
-_INSTALLED = False
-_DIRECTORY_FLAG = getattr(os, "O_DIRECTORY", 0)
-
-
-def _from_import_system() -> bool:
-    """True when the open comes from loading code or package data (importlib on the stack)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if name.startswith("<frozen importlib") or f"{os.sep}importlib{os.sep}" in name:
-            return True
-        frame = frame.f_back
-    return False
-
-
-def _hook(event: str, args: tuple) -> None:
-    if not _ACTIVE or event != "open":
-        return
-    path, _mode, flags = args
-    if isinstance(path, int) or path is None:     # re-opening a descriptor opens no path
-        return
-    if _from_import_system():
-        return
-    flags = flags if isinstance(flags, int) else 0
-    _ACTIVE[-1].append(Open(os.fsdecode(os.fspath(path)), bool(flags & _DIRECTORY_FLAG)))
-
-
-@contextmanager
-def recording_opens() -> Iterator[list[Open]]:
-    """Yield a list that fills with an ``Open`` for every path opened inside the block.
-
-    Audit hooks cannot be removed, so one hook is installed on first use and
-    records only while a block is active (the innermost block gets the events).
-    """
-    global _INSTALLED
-    if not _INSTALLED:
-        sys.addaudithook(_hook)
-        _INSTALLED = True
-    events: list[Open] = []
-    _ACTIVE.append(events)
-    try:
-        yield events
-    finally:
-        _ACTIVE.remove(events)
-
-
-def files_opened(events: list[Open]) -> list[str]:
-    """The names of the files (not folders) opened: what could have been read."""
-    return [e.name for e in events if not e.directory]
-
 
 # ------------------------------------------------------------------ the chapter's world
 #: The workspace's files; the same text as the recorded vendor examples.

@@ -1,0 +1,80 @@
+"""A witness for "no unauthorized file was read": every file the interpreter opens, recorded.
+
+``recording_opens()`` records every path opened while its block is active, through a
+``sys.addaudithook`` hook on the ``open`` event, which both ``open()`` and ``os.open``
+raise *before* the system call. It is how the course proves that a refused request
+touched nothing. Opens made by the import system (loading code and package data) are
+not recorded. ``files_opened(events)`` keeps the files, not the folders.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator
+
+
+@dataclass(frozen=True)
+class Open:
+    """One open the interpreter attempted: the path as given, and whether it opened a folder."""
+
+    path: str
+    directory: bool
+
+    @property
+    def name(self) -> str:
+        """The last component: what a folder-relative open (``dir_fd``) names anyway."""
+        return os.path.basename(self.path.rstrip("/")) or self.path
+
+
+_ACTIVE: list[list[Open]] = []
+_INSTALLED = False
+_DIRECTORY_FLAG = getattr(os, "O_DIRECTORY", 0)
+
+
+def _from_import_system() -> bool:
+    """True when the open comes from loading code or package data (importlib on the stack)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith("<frozen importlib") or f"{os.sep}importlib{os.sep}" in name:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _hook(event: str, args: tuple) -> None:
+    if not _ACTIVE or event != "open":
+        return
+    path, _mode, flags = args
+    if isinstance(path, int) or path is None:     # re-opening a descriptor opens no path
+        return
+    if _from_import_system():
+        return
+    flags = flags if isinstance(flags, int) else 0
+    _ACTIVE[-1].append(Open(os.fsdecode(os.fspath(path)), bool(flags & _DIRECTORY_FLAG)))
+
+
+@contextmanager
+def recording_opens() -> Iterator[list[Open]]:
+    """Yield a list that fills with an ``Open`` for every path opened inside the block.
+
+    Audit hooks cannot be removed, so one hook is installed on first use and
+    records only while a block is active (the innermost block gets the events).
+    """
+    global _INSTALLED
+    if not _INSTALLED:
+        sys.addaudithook(_hook)
+        _INSTALLED = True
+    events: list[Open] = []
+    _ACTIVE.append(events)
+    try:
+        yield events
+    finally:
+        _ACTIVE.remove(events)
+
+
+def files_opened(events: list[Open]) -> list[str]:
+    """The names of the files (not folders) opened: what could have been read."""
+    return [e.name for e in events if not e.directory]
