@@ -16,20 +16,11 @@ import nbformat
 import pytest
 
 import widget_driver as drive
-from widget_chapters import CHAPTERS, ROOT, known_broken, widget_notebooks
+from widget_chapters import CHAPTERS, ROOT, chapter_for, known_broken, widget_notebooks
 
 WIDGET_NOTEBOOKS = widget_notebooks()
 README_COMMAND = "python -m jupyter lab notebooks/00_start_here.ipynb"
 CLICKS = 20
-
-
-def chapter_for(name: str):
-    """The operations for a widget notebook; a notebook without them fails (it must not go untested)."""
-    if name not in CHAPTERS:
-        pytest.fail(f"notebooks/{name}.ipynb shows a widget, but tests/browser/widget_chapters.py has no entry "
-                    f"for it in CHAPTERS: add the controls to operate and what the page must then show",
-                    pytrace=False)
-    return CHAPTERS[name]
 
 
 def start_page_title() -> str:
@@ -90,17 +81,7 @@ def test_widget_in_lab(name: str, lab_page, artifacts: Path):
         display.first.wait_for(state="attached", timeout=30_000)
         assert display.count() == 1, f"{name}: expected one panel around {chapter.steps[0].label!r}"
         drive.wait_until_shown(page, display, chapter.first, what=f"{name} after run all")
-        display.scroll_into_view_if_needed()
-        page.screenshot(path=str(artifacts / f"lab-{name}-1-first.png"))
-
-        for number, step in enumerate(chapter.steps):
-            drive.do_step(page, step, f"{name}: {chapter.summary}")
-            if number == 0:
-                page.screenshot(path=str(artifacts / f"lab-{name}-2-changed.png"))
-
-        samples = drive.time_flips(page, chapter.flip, CLICKS)
-        summary = {**drive.summarize(samples), "control": chapter.flip[0].label}
-        drive.record_latency("lab", name, summary, artifacts)
+        summary = drive.operate(page, display, chapter, "lab", name, artifacts, CLICKS)
         print(f"{name}: click-to-update median {summary['median_ms']} ms, worst {summary['worst_ms']} ms")
     finally:
         drive.close_in_lab(page)

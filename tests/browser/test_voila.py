@@ -12,17 +12,14 @@ import pytest
 
 import browser_harness as harness
 import widget_driver as drive
-from widget_chapters import CHAPTERS, known_broken, widget_notebooks
+from widget_chapters import chapter_for, known_broken, widget_notebooks
 
 CLICKS = 20
 
 
 @pytest.mark.parametrize("name", [pytest.param(name, marks=known_broken(name)) for name in widget_notebooks()])
 def test_widget_in_voila(name: str, voila_ready, course: Path, scratch: Path, page, artifacts: Path):
-    if name not in CHAPTERS:
-        pytest.fail(f"notebooks/{name}.ipynb shows a widget, but tests/browser/widget_chapters.py has no entry "
-                    f"for it in CHAPTERS", pytrace=False)
-    chapter = CHAPTERS[name]
+    chapter = chapter_for(name)
     server = harness.Voila(course, name, scratch / "voila")
     try:
         page.goto(server.url, timeout=180_000)        # Voila runs every cell before the page is complete
@@ -40,16 +37,7 @@ def test_widget_in_voila(name: str, voila_ready, course: Path, scratch: Path, pa
         assert page.locator(".jp-InputArea-editor, .CodeMirror, .cm-editor").count() == 0
         assert "panel.widget" not in page.locator("body").inner_text(), f"{name}: Voila shows code"
 
-        display.scroll_into_view_if_needed()
-        page.screenshot(path=str(artifacts / f"voila-{name}-1-first.png"))
-        for number, step in enumerate(chapter.steps):
-            drive.do_step(page, step, f"{name} (Voila): {chapter.summary}")
-            if number == 0:
-                page.screenshot(path=str(artifacts / f"voila-{name}-2-changed.png"))
-
-        samples = drive.time_flips(page, chapter.flip, CLICKS)
-        drive.record_latency("voila", name, {**drive.summarize(samples), "control": chapter.flip[0].label},
-                             artifacts)
+        drive.operate(page, display, chapter, "voila", name, artifacts, CLICKS)
     finally:
         page.close()                                  # leave the kernel's socket before the server goes
         left = server.stop()

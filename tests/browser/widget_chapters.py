@@ -234,3 +234,14 @@ def shows_a_widget(path: Path) -> bool:
 def widget_notebooks(folder: Path = ROOT / "notebooks") -> tuple[str, ...]:
     """The names (without .ipynb) of the chapter notebooks in ``folder`` that show a widget."""
     return tuple(path.stem for path in sorted(folder.glob("*.ipynb")) if shows_a_widget(path))
+
+
+def chapter_for(name: str) -> "Chapter":
+    """The operations for a widget notebook; a notebook without them fails (it must not go untested)."""
+    import pytest
+
+    if name not in CHAPTERS:
+        pytest.fail(f"notebooks/{name}.ipynb shows a widget, but tests/browser/widget_chapters.py has no entry "
+                    f"for it in CHAPTERS: add the controls to operate and what the page must then show",
+                    pytrace=False)
+    return CHAPTERS[name]

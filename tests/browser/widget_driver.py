@@ -214,6 +214,24 @@ def record_latency(front_end: str, name: str, summary: dict, artifacts: Path) ->
                                             encoding="utf-8")
 
 
+def operate(page, display, chapter, front_end: str, name: str, artifacts: Path, clicks: int = 20) -> dict:
+    """Operate a chapter's widget as a student would and return its latency summary.
+
+    Screenshot as first shown, every step of the chapter's table (each must change the display
+    as the chapter says), a screenshot after the first change, then ``clicks`` timed flips.
+    """
+    display.scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / f"{front_end}-{name}-1-first.png"))
+    where = "" if front_end == "lab" else f" ({front_end.capitalize()})"
+    for number, step in enumerate(chapter.steps):
+        do_step(page, step, f"{name}{where}: {chapter.summary}")
+        if number == 0:
+            page.screenshot(path=str(artifacts / f"{front_end}-{name}-2-changed.png"))
+    summary = {**summarize(time_flips(page, chapter.flip, clicks)), "control": chapter.flip[0].label}
+    record_latency(front_end, name, summary, artifacts)
+    return summary
+
+
 def summarize(samples: list[float]) -> dict:
     ordered = sorted(samples)
     middle = len(ordered) // 2
