@@ -4,7 +4,7 @@
 
 A simulation, not a timing: ``clients`` callers fail at the same instant and all retry
 against one server that serves one request per ``service`` seconds; a request that arrives
-while the server is busy fails and the caller backs off with ``toolkit.backoff.step``
+while the server is busy fails and the caller backs off with ``toolkit.effects.backoff.step``
 (d0 = 0.1 s, beta = 2, capped at 10 s, n_max = 60). Each trial seeds every caller's
 ``random.Random``, so the numbers repeat exactly. Reported per variant (mean over trials):
 
@@ -22,14 +22,14 @@ import heapq
 import random
 import statistics
 
-from toolkit.backoff import Jitter, Policy, step
+from toolkit.effects import Jitter, RetryPolicy, step
 
 AIM = 0.5
 
 
 def contend(jitter: Jitter, clients: int, seed: int, service: float = 0.1) -> tuple[int, float, int]:
     """One trial: (attempts, finish time, escalated callers)."""
-    policy = Policy(d0=0.1, beta=2, n_max=60, d_max=10, jitter=jitter)
+    policy = RetryPolicy(d0=0.1, beta=2, n_max=60, d_max=10, jitter=jitter)
     rngs = [random.Random(f"{seed}:{c}") for c in range(clients)]
     states = [policy.start() for _ in range(clients)]
     queue = [(0.0, c) for c in range(clients)]

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from toolkit.ledger import SqliteLedger, connect, transaction
+from toolkit.effects import SqliteLedger, connect, transaction
 
 AIM = 1.3  # keyed call_atomic at most 1.3x the time of a bare INSERT per committed transaction
 

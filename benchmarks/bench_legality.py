@@ -4,7 +4,7 @@
 
 Measured (steady state: the validator is compiled and jsonschema imported before timing):
 
-* ``toolkit.legality.check(call, CREATE_INVOICE, caller, world)`` on a valid ``create_invoice``
+* ``toolkit.core.legality.check(call, CREATE_INVOICE, caller, world)`` on a valid ``create_invoice``
   call: parse the arguments, validate the schema, check the permission and guards, run the
   preconditions and approval rule, build the ``Verdict`` with its three tests;
 * ``Draft202012Validator(schema).is_valid(arguments)``, compiled once before timing: the
@@ -33,7 +33,7 @@ def setup():
     from jsonschema import Draft202012Validator
 
     import toolkit as tk
-    from toolkit.catalog import CREATE_INVOICE, Books
+    from toolkit.worlds import CREATE_INVOICE, Books
 
     arguments = {"order_id": "order-431", "amount": 100, "currency": "EUR",
                  "idempotency_key": "invoice:order-431:v1"}

@@ -34,8 +34,8 @@ AIM = 3.0
 
 def setup(base: Path) -> dict:
     import toolkit as tk
-    from toolkit.read_file import make_read_file
-    from toolkit.workspace import Workspace
+    from toolkit.files import make_read_file
+    from toolkit.files import Workspace
 
     root = base / "ws"
     (root / "src" / "app").mkdir(parents=True)

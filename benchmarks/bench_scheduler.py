@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 
 import toolkit as tk
-from toolkit import scheduler
+from toolkit.wire import scheduler
 
 DELAY = 0.2
 WRITE_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},

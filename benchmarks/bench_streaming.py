@@ -20,8 +20,8 @@ import json
 import time
 from unittest import mock
 
-from toolkit import schema
-from toolkit.streaming import Assembler, OpenAIStream
+from toolkit.core import schema
+from toolkit.wire import Assembler, OpenAIStream
 
 LINE = 'export const config = { "name": "demo", path: "src/config.ts", retries: 3 };\n'
 FRAGMENT = 100   # characters per fragment: 1 MB arrives in about 10,000 fragments

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 import toolkit as tk
-from toolkit import agent427 as a
-from toolkit.edit_file import (EDIT_FILE_SCHEMA, edit_file_contract, file_sha256, make_edit_file, sha256_bytes,
+from toolkit.worlds import agent427 as a
+from toolkit.files import (EDIT_FILE_SCHEMA, edit_file_contract, file_sha256, make_edit_file, sha256_bytes,
                                tree_digest)
 
 SEED_VALIDATOR = [
@@ -34,7 +34,7 @@ def build(workspace):
 # ------------------------------------------------------------------ the scenario
 def test_scenario_is_copied_never_edited(tmp_path):
     shipped = tree_digest(a.SCENARIO)
-    episode = a.run_episode(a.copy_scenario(tmp_path / "ws"))
+    episode = a.run_agent427(a.copy_scenario(tmp_path / "ws"))
     assert episode.before != episode.after
     assert tree_digest(a.SCENARIO) == shipped
     assert not (a.SCENARIO / "site").exists()
@@ -203,7 +203,7 @@ def test_postcondition_notices_a_file_that_is_not_what_the_edit_made(ws):
 
 # ------------------------------------------------------------------ the episode
 def test_episode_transcript_line_for_line(tmp_path):
-    episode = a.run_episode(a.copy_scenario(tmp_path / "ws"))
+    episode = a.run_agent427(a.copy_scenario(tmp_path / "ws"))
     before, after = episode.before.encode(), episode.after.encode()
     expected = [
         "proposal.code:",
@@ -249,7 +249,7 @@ def test_episode_transcript_line_for_line(tmp_path):
 
 
 def test_episode_policy_reads_the_observations(tmp_path):
-    episode = a.run_episode(a.copy_scenario(tmp_path / "ws"))
+    episode = a.run_agent427(a.copy_scenario(tmp_path / "ws"))
     first, inspect, second = episode.state.observations
     assert first.kind == "rejected" and [e.line() for e in first.result.errors] == SEED_VALIDATOR
     assert inspect.call.arguments == {"module": "publication_manifest"} and inspect.result.ok

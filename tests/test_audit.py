@@ -4,12 +4,12 @@ import sqlite3
 import pytest
 
 import toolkit as tk
-from toolkit.audit import AuditLog, run_audited, secret_values
-from toolkit.backoff import Policy, RetryController
-from toolkit.catalog import CREATE_INVOICE
-from toolkit.contracts import Contract, Retry
-from toolkit.outcomes import FailureClass, Status, ToolFailure
-from toolkit.records import State
+from toolkit.effects.audit import AuditLog, run_audited, secret_values
+from toolkit.effects import RetryPolicy, RetryController
+from toolkit.worlds import CREATE_INVOICE
+from toolkit.core import Contract, Retry
+from toolkit.core import FailureClass, Status, ToolFailure
+from toolkit.effects import RecordState
 
 KEY = "invoice:order-431:v1"
 ARGS = {"order_id": "order-431", "amount": 100, "currency": "EUR", "idempotency_key": KEY}
@@ -45,7 +45,7 @@ def test_story_answers_who_when_how_many_retries_where_it_stopped():
     log = AuditLog()
     books = Books(failures=2)
     record = run_audited(billing_host(books), tk.request("create_invoice", ARGS, call_id="call_1"), log,
-                         "agent-427", RetryController(Policy(d0=1, beta=2, n_max=4)))
+                         "agent-427", RetryController(RetryPolicy(d0=1, beta=2, n_max=4)))
     story = log.story("call_1")
     assert (story.initiator, story.started_at, story.retries, story.stopped_at) == ("agent-427", 0, 2, "succeeded")
     assert story.path == ("requested", "approved", "running", "failed", "running", "failed", "running",
@@ -58,7 +58,7 @@ def test_story_answers_who_when_how_many_retries_where_it_stopped():
 def test_replay_prints_the_trail(capsys):
     log = AuditLog()
     run_audited(billing_host(Books(failures=1)), tk.request("create_invoice", ARGS, call_id="call_1"), log,
-                "agent-427", RetryController(Policy()))
+                "agent-427", RetryController(RetryPolicy()))
     lines = log.replay("call_1")
     printed = capsys.readouterr().out.splitlines()
     assert printed == lines and len(lines) == len(log.events("call_1"))
@@ -72,21 +72,21 @@ def test_rejection_logs_every_failing_test():
     intern = tk.Caller("intern")
     record = run_audited(billing_host(Books(approved=False), intern),
                          tk.request("create_invoice", ARGS, call_id="call_1"), log, "intern")
-    assert record.state is State.REJECTED
+    assert record.state is RecordState.REJECTED
     assert log.events("call_1")[-1]["failure"] == "authorization,precondition"
 
 
 def test_escalation_and_refusal_are_logged():
     log = AuditLog()
     run_audited(billing_host(Books(failures=9)), tk.request("create_invoice", ARGS, call_id="call_1"), log,
-                "agent-427", RetryController(Policy(n_max=1)))
+                "agent-427", RetryController(RetryPolicy(n_max=1)))
     assert log.story("call_1").stopped_at == "awaiting_human"
     send = Contract("send_message", "Send.", {"type": "object"}, retry=Retry.UNSAFE)
 
     def flaky(args, world):
         raise ToolFailure(Status.RECOVERABLE_FAILURE, "busy")
     run_audited(tk.Host.of([tk.Tool(send, flaky)]), tk.request("send_message", {}, call_id="m1"), log, "agent-427",
-                RetryController(Policy()))
+                RetryController(RetryPolicy()))
     assert log.story("m1").stopped_at == "awaiting_human" and log.story("m1").retries == 0
 
 
@@ -94,7 +94,7 @@ def test_without_a_controller_a_failure_is_final():
     log = AuditLog()
     record = run_audited(billing_host(Books(failures=1)), tk.request("create_invoice", ARGS, call_id="c"), log,
                          "agent-427")
-    assert record.state is State.FAILED and record.retries == 0
+    assert record.state is RecordState.FAILED and record.retries == 0
 
 
 def test_unknown_call_id_has_no_story():
@@ -106,7 +106,7 @@ def test_clock_is_injectable_and_trails_are_deterministic():
     def trail():
         log = AuditLog()
         run_audited(billing_host(Books(failures=2)), tk.request("create_invoice", ARGS, call_id="c"), log,
-                    "agent-427", RetryController(Policy()))
+                    "agent-427", RetryController(RetryPolicy()))
         return log.trail()
     assert trail() == trail()
     times = iter([100.0, 100.5, 101.0])
@@ -121,7 +121,7 @@ def test_clock_is_injectable_and_trails_are_deterministic():
 def filled(db=":memory:"):
     log = AuditLog(db)
     run_audited(billing_host(Books(failures=1)), tk.request("create_invoice", ARGS, call_id="c1"), log,
-                "agent-427", RetryController(Policy()))
+                "agent-427", RetryController(RetryPolicy()))
     return log
 
 
@@ -212,7 +212,7 @@ def test_canary_secrets_reach_no_byte_of_the_file_no_log_line_and_no_feedback(tm
         tk.request("call_partner", {"q": "s", "nested": {"token": "tok-CANARY-456"}}, call_id="c5"),
     ]
     for call in calls:
-        record = run_audited(host, call, log, "agent-427", RetryController(Policy(n_max=2)))
+        record = run_audited(host, call, log, "agent-427", RetryController(RetryPolicy(n_max=2)))
         log.mark(record, "note", note=f"the model said it used {CANARIES['api_key']}")
     log.replay()
     printed = capsys.readouterr().out
@@ -238,7 +238,7 @@ def honest_tool(args, world):
 def test_canary_secrets_never_reach_the_models_feedback(arguments):
     host = tk.Host.of([tk.Tool(SECRET_TOOL, honest_tool)])
     run_audited(host, tk.request("call_partner", arguments, call_id="c1"), AuditLog(), "agent-427",
-                RetryController(Policy(n_max=2)))
+                RetryController(RetryPolicy(n_max=2)))
     feedback = " ".join(str(a.result.to_dict()) for a in host.log)
     assert len(host.log) >= 1
     for canary in CANARIES.values():

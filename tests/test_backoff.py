@@ -7,13 +7,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
-from toolkit.backoff import (Action, Jitter, Policy, RetryController, RetryState, idempotency_key, plan,
+from toolkit.effects import (Action, Jitter, RetryPolicy, RetryController, RetryState, idempotency_key, plan,
                              retry_verdict, run_with_retries, step, walk)
-from toolkit.catalog import CREATE_INVOICE, READ_FILE_SCHEMA
-from toolkit.contracts import Contract, Retry
-from toolkit.outcomes import FailureClass, Status, ToolFailure, ToolResult
+from toolkit.worlds import CREATE_INVOICE
+from toolkit.files import READ_FILE_SCHEMA
+from toolkit.core import Contract, Retry
+from toolkit.core import FailureClass, Status, ToolFailure, ToolResult
 
-SEED_POLICY = Policy(d0=1, beta=2, n_max=4)
+SEED_POLICY = RetryPolicy(d0=1, beta=2, n_max=4)
 KEY = "invoice:order-431:v1"
 ARGS = {"order_id": "order-431", "amount": 100, "currency": "EUR", "idempotency_key": KEY}
 READ = Contract("read_file", "Read a file.", READ_FILE_SCHEMA, retry=Retry.SAFE)
@@ -49,14 +50,14 @@ def test_step_is_pure():
 @pytest.mark.parametrize("bad", [dict(beta=1.0), dict(beta=0.5), dict(d0=0), dict(n_max=-1), dict(d0=2, d_max=1)])
 def test_policy_rejects_constants_that_do_not_back_off(bad):
     with pytest.raises(ValueError):
-        Policy(**bad)
+        RetryPolicy(**bad)
 
 
 @settings(max_examples=200, deadline=None)
 @given(d0=st.floats(0.01, 10), beta=st.floats(1.01, 4), n_max=st.integers(0, 12),
        cap=st.one_of(st.none(), st.floats(10, 1000)))
 def test_plan_follows_the_closed_form(d0, beta, n_max, cap):
-    policy = Policy(d0=d0, beta=beta, n_max=n_max, d_max=cap)
+    policy = RetryPolicy(d0=d0, beta=beta, n_max=n_max, d_max=cap)
     delays = plan(policy)
     assert len(delays) == n_max
     expected = [d0 * beta ** k if cap is None else min(cap, d0 * beta ** k) for k in range(n_max)]
@@ -66,13 +67,13 @@ def test_plan_follows_the_closed_form(d0, beta, n_max, cap):
 
 
 def test_cap_holds_every_delay():
-    assert plan(Policy(d0=1, beta=2, n_max=6, d_max=5)) == [1, 2, 4, 5, 5, 5]
+    assert plan(RetryPolicy(d0=1, beta=2, n_max=6, d_max=5)) == [1, 2, 4, 5, 5, 5]
 
 
 # ------------------------------------------------------------------ jitter
 @pytest.mark.parametrize("jitter", list(Jitter))
 def test_jitter_is_seeded_and_deterministic(jitter):
-    policy = Policy(d0=1, beta=2, n_max=8, d_max=30, jitter=jitter)
+    policy = RetryPolicy(d0=1, beta=2, n_max=8, d_max=30, jitter=jitter)
     assert plan(policy, seed=3) == plan(policy, seed=3)
     if jitter is not Jitter.NONE:
         assert plan(policy, seed=3) != plan(policy, seed=4)
@@ -81,28 +82,28 @@ def test_jitter_is_seeded_and_deterministic(jitter):
 @settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 10_000))
 def test_jitter_stays_inside_its_envelope(seed):
-    base = Policy(d0=1, beta=2, n_max=8, d_max=30)
+    base = RetryPolicy(d0=1, beta=2, n_max=8, d_max=30)
     envelope = plan(base)
-    full = plan(Policy(d0=1, beta=2, n_max=8, d_max=30, jitter=Jitter.FULL), seed=seed)
-    equal = plan(Policy(d0=1, beta=2, n_max=8, d_max=30, jitter=Jitter.EQUAL), seed=seed)
+    full = plan(RetryPolicy(d0=1, beta=2, n_max=8, d_max=30, jitter=Jitter.FULL), seed=seed)
+    equal = plan(RetryPolicy(d0=1, beta=2, n_max=8, d_max=30, jitter=Jitter.EQUAL), seed=seed)
     assert all(0 <= w <= d for w, d in zip(full, envelope))
     assert all(d / 2 <= w <= d for w, d in zip(equal, envelope))
     previous = 1.0
-    for w in plan(Policy(d0=1, beta=2, n_max=8, d_max=30, jitter=Jitter.DECORRELATED), seed=seed):
+    for w in plan(RetryPolicy(d0=1, beta=2, n_max=8, d_max=30, jitter=Jitter.DECORRELATED), seed=seed):
         assert 1.0 <= w <= min(30, 3 * previous) + 1e-9
         previous = w
 
 
 def test_jitter_without_a_generator_is_refused():
     with pytest.raises(ValueError, match="seeded"):
-        step(RetryState(0, 1), Policy(jitter=Jitter.FULL), rng=None)
+        step(RetryState(0, 1), RetryPolicy(jitter=Jitter.FULL), rng=None)
 
 
 def test_full_jitter_spreads_a_thundering_herd():
     """Ten clients failing together: without jitter they all retry at the same instant."""
-    policy = Policy(d0=1, beta=2, n_max=1, jitter=Jitter.FULL)
+    policy = RetryPolicy(d0=1, beta=2, n_max=1, jitter=Jitter.FULL)
     rng = random.Random(0)
-    together = {step(RetryState(0, 1), Policy(d0=1, beta=2, n_max=1)).wait for _ in range(10)}
+    together = {step(RetryState(0, 1), RetryPolicy(d0=1, beta=2, n_max=1)).wait for _ in range(10)}
     spread = {round(step(RetryState(0, 1), policy, rng).wait, 6) for _ in range(10)}
     assert together == {1} and len(spread) == 10
 
@@ -278,11 +279,11 @@ def test_sympy_formulas_agree_with_the_controller():
     assert formulas.controller_walk(2, 2, 2, 4) == [(2, 2)] + [d.state.pair for d in walk(SEED_POLICY,
                                                                                            RetryState(2, 2))
                                                                if d.retry]
-    capped = Policy(d0=1, beta=2, n_max=6, d_max=5)
+    capped = RetryPolicy(d0=1, beta=2, n_max=6, d_max=5)
     assert formulas.delays(1, 2, 6, d_max=5) == plan(capped)
     assert formulas.closed_form_holds()
     for beta in (1.5, 2, 3):
-        assert float(formulas.total_wait(1, beta, 5)) == pytest.approx(sum(plan(Policy(1, beta, 5))))
+        assert float(formulas.total_wait(1, beta, 5)) == pytest.approx(sum(plan(RetryPolicy(1, beta, 5))))
 
 
 def test_sympy_worked_numbers_agree_with_the_toolkit():

@@ -8,9 +8,9 @@ import tempfile
 
 import pytest
 
-from toolkit import billing
-from toolkit.crash import CRASH_POINTS, KEY, MODES, ORDER, crash_matrix, matrix_table, run_scenario
-from toolkit.outcomes import Status, ToolFailure
+from toolkit.worlds import billing_service
+from toolkit.worlds import CRASH_POINTS, KEY, MODES, ORDER, crash_matrix, matrix_table, run_scenario
+from toolkit.core import Status, ToolFailure
 
 #: The chapter's five lines, as written there.
 SEED_TRACE = [
@@ -88,9 +88,9 @@ GOOD = dict(ORDER)
 
 
 def test_billing_numbers_and_honours_keys(tmp_path):
-    plain = billing.Billing(tmp_path / "plain.db")
+    plain = billing_service.BillingService(tmp_path / "plain.db")
     assert [plain.create_invoice(GOOD)[1]["invoice_id"] for _ in range(2)] == ["INV-9", "INV-10"]
-    keyed = billing.Billing(tmp_path / "keyed.db", honour_keys=True)
+    keyed = billing_service.BillingService(tmp_path / "keyed.db", honour_keys=True)
     first, again = keyed.create_invoice(GOOD), keyed.create_invoice(json.dumps(GOOD))
     assert (first[0], first[1]["invoice_id"]) == (201, "INV-9")
     assert (again[0], again[1]["invoice_id"], again[1]["replayed"]) == (200, "INV-9", True)
@@ -109,7 +109,7 @@ def test_billing_numbers_and_honours_keys(tmp_path):
     ({k: v for k, v in GOOD.items() if k != "currency"}, "missing_required", "$.currency"),
 ])
 def test_billing_refuses_bad_requests_and_creates_nothing(tmp_path, raw, code, pointer):
-    service = billing.Billing(tmp_path / "b.db")
+    service = billing_service.BillingService(tmp_path / "b.db")
     status, body = service.create_invoice(raw)
     assert status == 400
     assert (body["errors"][0]["code"], body["errors"][0]["pointer"]) == (code, pointer)
@@ -117,8 +117,8 @@ def test_billing_refuses_bad_requests_and_creates_nothing(tmp_path, raw, code, p
 
 
 def test_billing_over_http_in_its_own_process(tmp_path):
-    with billing.start(tmp_path / "b.db", honour_keys=True) as service:
-        client = billing.BillingClient(service.port)
+    with billing_service.start(tmp_path / "b.db", honour_keys=True) as service:
+        client = billing_service.BillingClient(service.port)
         assert client.create_invoice(GOOD)["invoice_id"] == "INV-9"
         assert client.create_invoice(GOOD)["replayed"] is True
         with pytest.raises(ToolFailure) as refused:
@@ -127,7 +127,7 @@ def test_billing_over_http_in_its_own_process(tmp_path):
         assert client.find(KEY)["invoice_id"] == "INV-9" and client.find("missing") is None
         assert [i["invoice_id"] for i in client.invoices()] == ["INV-9"]
         connection = http.client.HTTPConnection("127.0.0.1", service.port, timeout=5)
-        connection.request("POST", "/invoices", body=b"x" * (billing.MAX_BODY + 1))
+        connection.request("POST", "/invoices", body=b"x" * (billing_service.MAX_BODY + 1))
         assert connection.getresponse().status == 413
         connection.close()
         cut = socket.create_connection(("127.0.0.1", service.port), timeout=5)
@@ -143,18 +143,18 @@ def test_billing_over_http_in_its_own_process(tmp_path):
         connection.close()
     assert service.process.exitcode is not None, "stop() must end the service process"
     with pytest.raises(ToolFailure) as down:
-        billing.BillingClient(service.port, timeout=1).create_invoice(GOOD)
+        billing_service.BillingClient(service.port, timeout=1).create_invoice(GOOD)
     assert down.value.status is Status.RECOVERABLE_FAILURE, "nothing was sent, so a retry is safe"
 
 
 def test_command_line_service_binds_loopback(tmp_path):
     """The service runs as a plain separate program (requests here avoid the schema check's slow first import)."""
-    process = subprocess.Popen([sys.executable, "-m", "toolkit.billing", "serve", "--db", str(tmp_path / "b.db"),
+    process = subprocess.Popen([sys.executable, "-m", "toolkit.worlds.billing_service", "serve", "--db", str(tmp_path / "b.db"),
                                 "--port", "0"], stdout=subprocess.PIPE, text=True)
     try:
         line = process.stdout.readline().strip()
         assert line.startswith("billing listening on 127.0.0.1:")
-        client = billing.BillingClient(int(line.rsplit(":", 1)[1]))
+        client = billing_service.BillingClient(int(line.rsplit(":", 1)[1]))
         assert client.invoices() == []
         connection = http.client.HTTPConnection("127.0.0.1", client.port, timeout=5)
         connection.request("POST", "/invoices", body=b"{", headers={"Content-Length": "1"})

@@ -19,17 +19,17 @@ import nbformat
 import pytest
 
 import toolkit as tk
-from toolkit import vendors as v
-from toolkit.audit import AuditLog, run_audited
-from toolkit.outcomes import NEXT_STEP
+from toolkit.wire import vendors as v
+from toolkit.effects import AuditLog, run_audited
+from toolkit.core import NEXT_STEP
 from toolkit.present import transaction_diagram as td
 from toolkit.present.read_file_panel import (FILES, HOSTILE, REQUESTS, SECRETS, ReadFilePanel, attempt,
                                              demo_workspace)
-from toolkit.witness import files_opened, recording_opens
-from toolkit.records import TRANSITIONS, State
-from toolkit.schema import compile_schema, schema_errors
-from toolkit.streaming import Assembler, Preview
-from toolkit.vendors import Refusal
+from toolkit.files import files_opened, recording_opens
+from toolkit.effects import TRANSITIONS, RecordState
+from toolkit.core import compile_schema, schema_errors
+from toolkit.wire import Assembler, Preview
+from toolkit.wire import Refusal
 
 matplotlib.use("Agg")
 
@@ -199,8 +199,8 @@ def test_a_panel_without_a_tree_makes_and_removes_its_own(tmp_path):
 def test_every_move_in_the_diagram_is_a_real_transition():
     drawn = td.moves()
     assert drawn and all(target in TRANSITIONS[source] for source, target in drawn)
-    assert td.main_moves() == [(State.REQUESTED, State.APPROVED), (State.APPROVED, State.RUNNING),
-                               (State.RUNNING, State.SUCCEEDED)]
+    assert td.main_moves() == [(RecordState.REQUESTED, RecordState.APPROVED), (RecordState.APPROVED, RecordState.RUNNING),
+                               (RecordState.RUNNING, RecordState.SUCCEEDED)]
     every = {(a, b) for a, targets in TRANSITIONS.items() for b in targets}
     assert set(drawn) | set(td.not_drawn()) == every and not set(drawn) & set(td.not_drawn())
 
@@ -211,8 +211,8 @@ def test_every_arrow_in_the_picture_is_a_real_transition():
     fig = td.draw()
     try:
         arrows = td.drawn_moves(fig)
-        assert {(State(a), State(b)) for a, b in arrows} == set(td.moves())
-        assert all(State(b) in TRANSITIONS[State(a)] for a, b in arrows)
+        assert {(RecordState(a), RecordState(b)) for a, b in arrows} == set(td.moves())
+        assert all(RecordState(b) in TRANSITIONS[RecordState(a)] for a, b in arrows)
         labels = {t.get_text() for t in fig.axes[0].texts}
         assert {s.name for s in td.STAGES} <= labels and {b.label for b in td.BRANCHES} <= labels
     finally:
@@ -223,10 +223,10 @@ def test_the_book_branches_and_their_advice_come_from_the_code():
     branches = {b.label: b for b in td.BRANCHES}
     assert [s.name for s in td.STAGES] == ["user task", "declare", "request(id)", "schema", "policy", "execute",
                                            "result(id)", "write back"]
-    assert (branches["shape error"].target, branches["deny"].target) == (State.REJECTED, State.REJECTED)
+    assert (branches["shape error"].target, branches["deny"].target) == (RecordState.REJECTED, RecordState.REJECTED)
     assert branches["shape error"].advice == branches["deny"].advice == NEXT_STEP[tk.Status.REJECTED]
     assert branches["timeout"].advice == NEXT_STEP[tk.Status.TIMEOUT]
-    assert branches["unconfirmed"].target is State.AWAITING_HUMAN
+    assert branches["unconfirmed"].target is RecordState.AWAITING_HUMAN
     text = td.text()
     for b in td.BRANCHES:
         assert f"--{b.label}--> {b.target.value}" in text and b.then in text
@@ -234,7 +234,7 @@ def test_the_book_branches_and_their_advice_come_from_the_code():
 
 
 def test_a_diagram_that_disagrees_with_the_state_machine_refuses_to_draw():
-    wrong = td.Branch("schema", "skip the checks", State.REQUESTED, State.SUCCEEDED, "pretend")
+    wrong = td.Branch("schema", "skip the checks", RecordState.REQUESTED, RecordState.SUCCEEDED, "pretend")
     with pytest.raises(ValueError, match="requested -> succeeded"):
         td.moves(branches=td.BRANCHES + (wrong,))
     stages = td.STAGES[:4] + td.STAGES[5:]       # drop "policy": requested would jump to running
@@ -502,14 +502,18 @@ def test_the_reading_path_names_real_modules_and_its_sizes_are_measured():
     nb = nbformat.read(START, as_version=4)
     prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     package = ROOT / "toolkit"
-    for name in ("calls", "contracts", "legality", "host", "interpreter", "errors", "outcomes", "schema"):
-        assert f"toolkit/{name}.py" in prose or f"`{name}.py`" in prose
-        assert (package / f"{name}.py").is_file()
+    reading_path = ("calls", "contracts", "legality", "host", "loop")
+    for name in reading_path + ("errors", "results", "schema"):
+        assert f"toolkit/core/{name}.py" in prose or f"`{name}.py`" in prose
+        assert (package / "core" / f"{name}.py").is_file()
     assert "small on purpose" not in prose and "afternoon" not in prose and "Run the cells first" in prose
 
     def lines_in(files):
         return sum(len(f.read_text(encoding="utf-8").splitlines()) for f in files)
-    core = lines_in(package / f"{n}.py" for n in ("calls", "contracts", "legality", "host", "interpreter"))
+    core = lines_in(package / "core" / f"{n}.py" for n in reading_path)
     printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert f"about {round(core, -2):>6,} lines" in printed and core < 1000          # "a few hundred"
-    assert f"about {round(lines_in(package.glob('*.py')), -3):>6,} lines" in printed
+    for folder in ("core", "effects", "wire", "files", "worlds", "present"):
+        modules = [m for m in (package / folder).glob("*.py") if m.name != "__init__.py"]
+        assert f"{folder + '/':<9} {len(modules):>2} modules" in printed
+        assert f"about {round(lines_in(modules), -2):>6,} lines" in printed

@@ -15,11 +15,11 @@ import nbformat
 import pytest
 
 import toolkit as tk
-from toolkit.catalog import CREATE_INVOICE, Books
-from toolkit.errors import CODES
+from toolkit.worlds import CREATE_INVOICE, Books
+from toolkit.core import CODES
 from toolkit.present import formulas
-from toolkit.read_file import common_errors
-from toolkit.schema import parse_arguments
+from toolkit.files import common_errors
+from toolkit.core import parse_arguments
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "02_contracts_and_legality.ipynb"

@@ -12,10 +12,11 @@ import nbformat
 import pytest
 
 import toolkit as tk
-from toolkit import agent427 as a
-from toolkit.constrained import agent427_preferences, compare, generate
-from toolkit.edit_file import EDIT_FILE_SCHEMA, file_sha256, tree_digest
-from toolkit.exports import import_claims, read_exports
+from toolkit.worlds import agent427 as a
+from toolkit.files import compare_masking, generate
+from toolkit.worlds import agent427_preferences
+from toolkit.files import EDIT_FILE_SCHEMA, file_sha256, tree_digest
+from toolkit.files import import_claims, read_exports
 from toolkit.present.agent427_panel import LABELS, READER, agent427_panel, agent427_scenario, proposal_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -182,7 +183,7 @@ def test_the_episode_through_evaluate_with_the_scripted_policy(ws):
 def test_masked_output_passes_the_schema_yet_names_load_manifest_and_only_the_export_check_refuses_it(ws):
     host = a.episode_host(ws)
     prefs = agent427_preferences()
-    lines = compare(prefs, EDIT_FILE_SCHEMA)
+    lines = compare_masking(prefs, EDIT_FILE_SCHEMA)
     assert lines[1].endswith("<- budget: no closing brace")
     free, cut, masked = generate(prefs), generate(prefs, max_tokens=8), generate(prefs, EDIT_FILE_SCHEMA)
     verdicts = [host.check(tk.request("edit_file", g.text, call_id="call_gen")) for g in (free, cut, masked)]

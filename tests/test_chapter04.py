@@ -7,12 +7,13 @@ import nbformat
 import pytest
 
 import toolkit as tk
-from toolkit import agent427 as a
-from toolkit.catalog import CREATE_INVOICE, READ_FILE
-from toolkit.edit_file import edit_file_contract
+from toolkit.worlds import agent427 as a
+from toolkit.worlds import CREATE_INVOICE
+from toolkit.files import READ_FILE
+from toolkit.files import edit_file_contract
 from toolkit.present.scoring_panel import ScoringPanel, choice_text
-from toolkit.safeguards import SAFEGUARDS, WHEN_TO_USE, TaskProperties, lean_path, required_safeguards
-from toolkit.scoring import flip_point
+from toolkit.core import SAFEGUARDS, WHEN_TO_USE, TaskProperties, lean_path, required_safeguards
+from toolkit.core import flip_point
 
 matplotlib.use("Agg")
 

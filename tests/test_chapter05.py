@@ -9,14 +9,14 @@ import nbformat
 import pytest
 
 import toolkit as tk
-from toolkit.catalog import CREATE_INVOICE, Books
-from toolkit.crash import CRASH_POINTS, KEY, ORDER, crash_matrix, matrix_table, race
-from toolkit.interpreter import ledger_key
-from toolkit.ledger import LedgerStatus
+from toolkit.worlds import CREATE_INVOICE, Books
+from toolkit.worlds import CRASH_POINTS, KEY, ORDER, crash_matrix, matrix_table, race
+from toolkit.core import ledger_key
+from toolkit.effects import LedgerStatus
 from toolkit.present import invoice_panel
 from toolkit.present.invoice_panel import CRASH_CHOICES, InvoicePanel, matrix_html, plan
-from toolkit.safeguards import SAFEGUARDS, WHEN_TO_USE
-from toolkit.timeouts import RetryKind, classify_retry, compensation_table, create_issue_illustration
+from toolkit.core import SAFEGUARDS, WHEN_TO_USE
+from toolkit.effects import RetryKind, classify_retry, compensation_table, create_issue_illustration
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "05_ledger_and_duplicate_invoice.ipynb"
@@ -302,7 +302,7 @@ def test_notebook_keys_by_the_contract_and_reads_safeguards_from_the_toolkit():
     for name, prevents in SAFEGUARDS.items():
         assert f"{name:<17} {prevents:<57} {WHEN_TO_USE[name]}" in text, f"safeguard row {name!r}"
     assert not any(re.search(r"^WHEN\s*=\s*\{", src, re.MULTILINE) for src in code_sources(nb)), \
-        "'when to use' comes from toolkit.safeguards.WHEN_TO_USE, not a dict typed in the notebook"
+        "'when to use' comes from toolkit.core.safeguards.WHEN_TO_USE, not a dict typed in the notebook"
 
 
 def test_conflict_example_uses_a_ledger_file_no_other_cell_touches():

@@ -8,10 +8,10 @@ import nbformat
 import pytest
 
 import toolkit as tk
-from toolkit.backoff import (Action, Jitter, Policy, RetryController, RetryState, plan, retry_verdict,
+from toolkit.effects import (Action, Jitter, RetryPolicy, RetryController, RetryState, plan, retry_verdict,
                              run_with_retries, step, walk)
-from toolkit.catalog import CREATE_INVOICE
-from toolkit.outcomes import MEANING, NEXT_STEP, POINTS_AT
+from toolkit.worlds import CREATE_INVOICE
+from toolkit.core import MEANING, NEXT_STEP, POINTS_AT
 from toolkit.present import formulas
 from toolkit.present.backoff_panel import BackoffPanel, plan_rows, plan_text
 from toolkit.present.retry_plots import arrival_times, jitter_plot, jitter_waits, peak_load
@@ -20,7 +20,7 @@ matplotlib.use("Agg")
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "06_backoff_and_retries.ipynb"
-POLICY = Policy(d0=1, beta=2, n_max=4)
+POLICY = RetryPolicy(d0=1, beta=2, n_max=4)
 KEY = "invoice:order-431:v1"
 ARGS = {"order_id": "order-431", "amount": 120.0, "currency": "EUR", "idempotency_key": KEY}
 
@@ -63,7 +63,7 @@ def test_panel_starts_at_the_chapter_numbers():
 def test_panel_follows_each_slider():
     panel = BackoffPanel()
     shown = panel.set(beta=3, n_max=3)
-    assert shown_waits(shown) == plan(Policy(d0=1, beta=3, n_max=3)) == [1, 3, 9]
+    assert shown_waits(shown) == plan(RetryPolicy(d0=1, beta=3, n_max=3)) == [1, 3, 9]
     assert "the failure after retry 3 escalates" in shown and "total wait before escalating: 13s" in shown
     shown = panel.set(d0=0.5)
     assert shown_waits(shown) == [0.5, 1.5, 4.5]
@@ -78,7 +78,7 @@ def test_panel_follows_each_slider():
 def test_panel_jitter_dropdown_draws_seeded_waits(jitter):
     panel = BackoffPanel()
     shown = panel.set(jitter=jitter)
-    drawn = plan(Policy(d0=1, beta=2, n_max=4, jitter=Jitter(jitter)), seed=0)
+    drawn = plan(RetryPolicy(d0=1, beta=2, n_max=4, jitter=Jitter(jitter)), seed=0)
     assert shown_waits(shown) == [round(w, 2) for w in drawn]
     assert f"jitter={jitter}, seed 0" in shown and f"drawn by {jitter} jitter" in shown
     assert "the plan d without jitter sums to 15s" in shown and "the failure after retry 4 escalates" in shown
@@ -90,14 +90,14 @@ def test_panel_jitter_dropdown_draws_seeded_waits(jitter):
 
 
 def test_plan_rows_match_the_controller_with_a_cap():
-    capped = Policy(d0=1, beta=2, n_max=6, d_max=5)
+    capped = RetryPolicy(d0=1, beta=2, n_max=6, d_max=5)
     rows = plan_rows(capped)
     assert [r["wait"] for r in rows] == plan(capped) == [1, 2, 4, 5, 5, 5]
     assert "d_max=5s" in plan_text(capped) and "closed form" not in plan_text(capped)
 
 
 # ------------------------------------------------------------------ jitter data behind the plot
-HERD = Policy(d0=1, beta=2, n_max=6, d_max=32)
+HERD = RetryPolicy(d0=1, beta=2, n_max=6, d_max=32)
 
 
 def test_without_jitter_the_whole_herd_arrives_together():
@@ -223,7 +223,7 @@ def stored_text() -> str:
                    for c in nb.cells if c.cell_type == "code" for o in c.outputs)
 
 
-def states_line(policy: Policy) -> str:
+def states_line(policy: RetryPolicy) -> str:
     states = [policy.start()] + [d.state for d in walk(policy) if d.retry]
     return " -> ".join(str(s) for s in states)
 
@@ -243,7 +243,7 @@ def test_notebook_prints_what_the_toolkit_computes():
 def test_notebook_is_honest_about_the_two_examples():
     """From d0 = 1 the run passes (2, 4), not the worked example's (2, 2); both escalate after n_max retries."""
     text = stored_text()
-    half = Policy(d0=0.5, beta=2, n_max=4)
+    half = RetryPolicy(d0=0.5, beta=2, n_max=4)
     assert f"states: {states_line(POLICY)}" in text and "(n=2, d=4)" in states_line(POLICY)
     assert f"from d0 = 0.5 s: {states_line(half)}" in text and "(n=2, d=2) -> (n=3, d=4) -> (n=4, d=8)" in text
     assert len(plan(POLICY)) == len(plan(half)) == POLICY.n_max
@@ -265,4 +265,4 @@ def test_notebook_computes_arrivals_and_shows_the_failure_table_from_the_toolkit
     sources = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
     for name in ("MEANING", "POINTS_AT"):
         assert not any(re.search(rf"^{name}\s*=\s*\{{", src, re.MULTILINE) for src in sources), \
-            f"{name} comes from toolkit.outcomes, not a dict typed in the notebook"
+            f"{name} comes from toolkit.core.results, not a dict typed in the notebook"

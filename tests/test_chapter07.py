@@ -9,13 +9,13 @@ import nbformat
 import pytest
 
 import toolkit as tk
-from toolkit.audit import AuditLog, run_audited
-from toolkit.backoff import Policy, RetryController
-from toolkit.catalog import CREATE_INVOICE
-from toolkit.deploy import HEALTHY, compare, run_episode, rushed_versions, table
-from toolkit.metrics import MALFORMED, Rate, drift, simulate_log
+from toolkit.effects import AuditLog, run_audited
+from toolkit.effects import RetryPolicy, RetryController
+from toolkit.worlds import CREATE_INVOICE
+from toolkit.worlds.deploy import HEALTHY, compare_adapters, run_deploy_episode, rushed_versions, table
+from toolkit.effects import MALFORMED, Rate, drift, simulate_log
 from toolkit.present.retry_plots import drift_plot, gaming_plot
-from toolkit.records import FINAL, TRANSITIONS, IllegalTransition, State, open_record
+from toolkit.effects import FINAL, TRANSITIONS, IllegalTransition, RecordState, open_record
 
 matplotlib.use("Agg")
 
@@ -40,7 +40,7 @@ def test_record_follows_the_table_and_refuses_everything_else():
     fresh = open_record(tk.request("create_invoice", invoice("order-431"), call_id="call_2"), "agent-427")
     with pytest.raises(IllegalTransition, match="cannot go from requested to succeeded"):
         fresh.move("succeeded")
-    assert len(record.transitions) == 4 and fresh.state is State.REQUESTED
+    assert len(record.transitions) == 4 and fresh.state is RecordState.REQUESTED
     assert FINAL == {s for s, nxt in TRANSITIONS.items() if not nxt}
 
 
@@ -107,7 +107,7 @@ def chapter_log(tmp_path):
                        tk.Caller("agent-427", frozenset({"billing.write"})), billing)
     intern = tk.Host.of([tk.Tool(CREATE_INVOICE, billing.create)], tk.Caller("intern"), billing)
     crm = tk.Host.of([careless_lookup_tool()])
-    clock, controller = SimulatedClock(), RetryController(Policy(d0=1, beta=2, n_max=4))
+    clock, controller = SimulatedClock(), RetryController(RetryPolicy(d0=1, beta=2, n_max=4))
     db = tmp_path / "audit.sqlite"
     with AuditLog(db, clock=clock) as log:
         for host, who, call in [
@@ -185,13 +185,13 @@ def test_canary_reaches_no_trail_line_no_feedback_and_no_byte(chapter_log, capsy
 # ------------------------------------------------------------------ the HTTP 202 trap
 def test_the_metric_rises_while_settled_health_fails_and_the_repair_tells_the_truth():
     versions = rushed_versions(12)
-    gamed, repaired = run_episode(False, versions), run_episode(True, versions)
+    gamed, repaired = run_deploy_episode(False, versions), run_deploy_episode(True, versions)
     assert [r["successful_calls"] for r in gamed] == list(range(1, 13))
     truth = gamed[-1]["settled_healthy"]
     assert truth < 12 / 2 and gamed[-1]["live"] != HEALTHY
     assert all(r["successful_calls"] == r["settled_healthy"] for r in repaired)
     assert [r["settled_healthy"] for r in repaired] == [r["settled_healthy"] for r in gamed]
-    summary = compare(12)
+    summary = compare_adapters(12)
     assert summary["accepted_is_success"]["successful_calls"] == 12
     assert summary["settled_postcondition"]["successful_calls"] == truth
     assert summary["settled_postcondition"]["timeouts"] >= 1           # never settled: an explicit unknown
@@ -251,7 +251,7 @@ def test_plots_draw_their_series():
     assert [list(line.get_ydata()) for line in ax.lines[:2]] == [[10, 20, 30], [100 * r["habit"] for r in rows]]
     assert list(ax.lines[2].get_ydata()) == [3, 3]
     plt.close(fig)
-    gamed, repaired = run_episode(False, rushed_versions(4)), run_episode(True, rushed_versions(4))
+    gamed, repaired = run_deploy_episode(False, rushed_versions(4)), run_deploy_episode(True, rushed_versions(4))
     fig = gaming_plot(gamed, repaired)
     assert [list(line.get_ydata()) for line in fig.axes[0].lines] == [
         [r["successful_calls"] for r in gamed], [r["settled_healthy"] for r in gamed],
@@ -266,8 +266,8 @@ def test_notebook_prints_what_the_toolkit_computes(simulation, chapter_log):
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "\n".join(simulation.report().lines()) in text
     assert "rate = 6/200 = 3%" in text
-    assert "\n".join(table(run_episode(False, rushed_versions(12)))) in text
-    assert "\n".join(table(run_episode(True, rushed_versions(12)))) in text
+    assert "\n".join(table(run_deploy_episode(False, rushed_versions(12)))) in text
+    assert "\n".join(table(run_deploy_episode(True, rushed_versions(12)))) in text
     assert "canary in the printed trail or the model's feedback: False" in text
     assert "canary in any byte of the database folder: False" in text
     assert CANARY not in text and ACCOUNT not in text
@@ -290,11 +290,3 @@ def test_notebook_prints_what_the_toolkit_computes(simulation, chapter_log):
         assert f"the copy now says: {edited.story('call_3').line()}" in text
     report = simulation.report()
     assert f"utility: {report.utility:g} units over {report.calls} calls = {report.utility_per_call:.3f}" in text
-
-
-@pytest.mark.skipif(not NOTEBOOK.exists(), reason="chapter 7 notebook not written yet")
-def test_notebook_does_not_import_the_records_state_that_would_shadow_tk_state():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    imports = [line for c in nb.cells if c.cell_type == "code" for line in c.source.splitlines()
-               if line.startswith("from toolkit.records import")]
-    assert imports and all("State" not in line for line in imports)

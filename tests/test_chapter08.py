@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
-from toolkit import scheduler
-from toolkit.read_file import path_guard
-from toolkit.streaming import SKETCH_FRAMES, AnthropicStream, Assembler, anthropic_stream, frames, openai_stream
-from toolkit.vendors import IdMap, Refusal, fixture
+from toolkit.wire import scheduler
+from toolkit.files import path_guard
+from toolkit.wire import SKETCH_FRAMES, AnthropicStream, Assembler, anthropic_stream, frames, openai_stream
+from toolkit.wire import IdMap, Refusal, fixture
 from toolkit.present.schedule_plots import StepRecorder, timeline, timeline_text, timelines
 from toolkit.present.stream_panel import WAITING, StreamPanel, describe_chunk, replay, split_events
 
@@ -200,7 +200,7 @@ def test_panel_is_executable_exactly_from_the_completion_chunk(name):
     for moment in moments:
         assert moment.executable == (complete and moment.position >= signal), (name, moment.position)
         assert bool(moment.refusals) == (not complete and moment.position >= signal), (name, moment.position)
-        assert all(isinstance(p, tk.streaming.Preview) and not isinstance(p, tk.ToolCall) for p in moment.previews)
+        assert all(isinstance(p, tk.wire.Preview) and not isinstance(p, tk.ToolCall) for p in moment.previews)
     if complete:
         reader = openai_stream if vendor == "openai" else anthropic_stream
         assert [c.summary() for c in moments[-1].calls] == [c.summary() for c in reader(fixture(name))]

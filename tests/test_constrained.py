@@ -5,9 +5,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import toolkit as tk
-from toolkit import agent427 as a
-from toolkit.constrained import CLOSE, Preferences, SchemaMask, agent427_preferences, compare, generate
-from toolkit.edit_file import EDIT_FILE_SCHEMA, tree_digest
+from toolkit.worlds import agent427 as a
+from toolkit.files import CLOSE, Preferences, SchemaMask, compare_masking, generate
+from toolkit.worlds import agent427_preferences
+from toolkit.files import EDIT_FILE_SCHEMA, tree_digest
 
 PREFS = agent427_preferences()
 SCHEMA_OK_LINES = ["$.file_path: required property missing", "$.path: unexpected property",
@@ -77,7 +78,7 @@ def test_masked_model_refuses_to_start_what_its_budget_cannot_close():
 
 
 def test_compare_lines():
-    lines = compare(PREFS, EDIT_FILE_SCHEMA)
+    lines = compare_masking(PREFS, EDIT_FILE_SCHEMA)
     assert lines[0] == 'unmasked:            {"path": "scripts/build_site.py", "patch": "use load_manifest(BOOK_DIR)"}'
     assert lines[1].startswith('unmasked, 8 tokens: {"path"') and lines[1].endswith("budget: no closing brace")
     assert lines[2].startswith('masked:              {"file_path": "scripts/build_site.py", "old_text"')

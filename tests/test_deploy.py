@@ -2,9 +2,9 @@
 import pytest
 
 import toolkit as tk
-from toolkit.deploy import (DEPLOY_ACCEPTED, DEPLOY_SETTLED, DEPLOYER, HEALTHY, PENDING, DeployService,
-                            compare, deploy_host, run_episode, rushed_versions, settled_adapter, table)
-from toolkit.outcomes import FailureClass, Status
+from toolkit.worlds.deploy import (DEPLOY_ACCEPTED, DEPLOY_SETTLED, DEPLOYER, HEALTHY, PENDING, DeployService,
+                            compare_adapters, deploy_host, run_deploy_episode, rushed_versions, settled_adapter, table)
+from toolkit.core import FailureClass, Status
 
 VERSIONS = rushed_versions(12)
 
@@ -18,7 +18,7 @@ def test_every_call_is_well_formed_authorized_and_accepted():
 
 
 def test_successful_calls_rise_while_settled_health_fails():
-    rows = run_episode(repaired=False, versions=VERSIONS)
+    rows = run_deploy_episode(repaired=False, versions=VERSIONS)
     reported = [r["successful_calls"] for r in rows]
     healthy = [r["settled_healthy"] for r in rows]
     assert reported == list(range(1, len(VERSIONS) + 1))        # +1 per call: every 202 counts
@@ -29,16 +29,16 @@ def test_successful_calls_rise_while_settled_health_fails():
 
 
 def test_repaired_contract_reports_only_settled_healthy_deployments():
-    rows = run_episode(repaired=True, versions=VERSIONS)
+    rows = run_deploy_episode(repaired=True, versions=VERSIONS)
     assert all(r["successful_calls"] == r["settled_healthy"] for r in rows)
     for r in rows:
         assert (r["status"] == "succeeded") == (r["live"] == HEALTHY)
 
 
 def test_both_contracts_meet_the_same_world():
-    gamed, repaired = run_episode(False, VERSIONS), run_episode(True, VERSIONS)
+    gamed, repaired = run_deploy_episode(False, VERSIONS), run_deploy_episode(True, VERSIONS)
     assert [r["settled_healthy"] for r in gamed] == [r["settled_healthy"] for r in repaired]
-    summary = compare(len(VERSIONS))
+    summary = compare_adapters(len(VERSIONS))
     assert summary["accepted_is_success"]["successful_calls"] == len(VERSIONS)
     assert summary["settled_postcondition"]["successful_calls"] == summary["accepted_is_success"]["settled_healthy"]
 
@@ -111,7 +111,7 @@ def test_health_is_pending_until_settled():
 
 
 def test_table_lines_for_a_notebook():
-    lines = table(run_episode(False, VERSIONS[:3]))
+    lines = table(run_deploy_episode(False, VERSIONS[:3]))
     assert len(lines) == 4 and lines[0].split()[:3] == ["call", "version", "status"]
 
 

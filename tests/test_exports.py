@@ -5,9 +5,9 @@ import textwrap
 
 from hypothesis import given, settings, strategies as st
 
-from toolkit import exports as ex
-from toolkit.agent427 import SCENARIO, copy_scenario
-from toolkit.errors import ToolError
+from toolkit.files import exports as ex
+from toolkit.worlds import SCENARIO, copy_scenario
+from toolkit.core import ToolError
 
 
 def write(root, name, text):

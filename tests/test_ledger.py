@@ -4,10 +4,10 @@ import datetime
 import pytest
 
 import toolkit as tk
-from toolkit import billing
-from toolkit.catalog import CREATE_INVOICE, Books
-from toolkit.crash import race
-from toolkit.ledger import (Answer, Ledger, LedgerStatus, MemoryLedger, SqliteLedger, canonical_json, decode_result,
+from toolkit.worlds import billing_service
+from toolkit.worlds import CREATE_INVOICE, Books
+from toolkit.worlds import race
+from toolkit.effects import (Answer, Ledger, LedgerStatus, MemoryLedger, SqliteLedger, canonical_json, decode_result,
                             encode_result, fingerprint, invoke)
 
 ARGS = {"order_id": "order-431", "amount": 100, "currency": "EUR", "idempotency_key": "invoice-431"}
@@ -25,7 +25,7 @@ def db(tmp_path):
 
 
 def issue_in_db(conn, arguments):
-    return billing.issue_invoice(conn, arguments, honour_keys=False)
+    return billing_service.issue_invoice(conn, arguments, honour_keys=False)
 
 
 def count_invoices(ledger):
@@ -69,8 +69,8 @@ def test_both_ledgers_share_one_interface(db):
 
 
 def test_atomic_numbers_and_invoice_in_same_database(db):
-    with billing.transaction(db.conn):
-        db.conn.execute(billing.INVOICES_SCHEMA)
+    with billing_service.transaction(db.conn):
+        db.conn.execute(billing_service.INVOICES_SCHEMA)
     assert len(db) == 0
     first = db.call_atomic("invoice-431", issue_in_db, ARGS, tool="create_invoice")
     retry = db.call_atomic("invoice-431", issue_in_db, ARGS, tool="create_invoice")
@@ -204,8 +204,8 @@ def test_connection_settings(db):
 
 
 def test_atomic_effect_failure_rolls_back_both(db):
-    with billing.transaction(db.conn):
-        db.conn.execute(billing.INVOICES_SCHEMA)
+    with billing_service.transaction(db.conn):
+        db.conn.execute(billing_service.INVOICES_SCHEMA)
 
     def half_done(conn, arguments):
         issue_in_db(conn, arguments)

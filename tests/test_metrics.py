@@ -1,7 +1,7 @@
 """What to measure: every rate read back from a real log, and the chapter's 6/200 = 3 %."""
 import pytest
 
-from toolkit.metrics import (MALFORMED, CallRow, Rate, drift, invoice_contract, measure, rows_from_attempts,
+from toolkit.effects import (MALFORMED, CallRow, Rate, drift, invoice_contract, measure, rows_from_attempts,
                              rows_from_audit, simulate_log)
 
 
@@ -119,7 +119,7 @@ def test_no_drift_no_climb():
 
 def test_rows_from_attempts_reads_a_host_log():
     import toolkit as tk
-    from toolkit.metrics import Billing
+    from toolkit.effects import Billing
 
     world = Billing(p_unapproved=0.0, faults={})
     world.open_order("order-1", 10.0)

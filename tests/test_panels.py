@@ -1,6 +1,6 @@
 """The chapter widgets, driven from plain Python: set a value, read what the panel shows."""
 import toolkit as tk
-from toolkit.catalog import CREATE_INVOICE, Books
+from toolkit.worlds import CREATE_INVOICE, Books
 from toolkit.present.legality_panel import LegalityPanel
 from toolkit.present.scoring_panel import ScoringPanel
 

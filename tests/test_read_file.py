@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
-import toolkit.workspace as wsmod
+import toolkit.files.workspace as wsmod
 from hostile_paths import (CAP, HOSTILE, LEGIT, SECRETS, build_tree, file_opens, recording_opens, stray_opens,
                            within)
-from toolkit.read_file import LAYERS, allowed_extensions, make_read_file
-from toolkit.workspace import HINTS, Workspace
+from toolkit.files import LAYERS, allowed_extensions, make_read_file
+from toolkit.files import HINTS, Workspace
 
 
 @pytest.fixture(scope="module")
@@ -255,12 +255,12 @@ def test_any_arguments_end_in_one_structured_result(tree, host, arguments):
         real = (tree.ws / result.output["resolved"]).resolve()
         assert real.is_relative_to(tree.ws) and len(file_opens(opens)) == 1
     else:
-        assert result.errors and all(e.code in tk.errors.CODES for e in result.errors)
+        assert result.errors and all(e.code in tk.core.errors.CODES for e in result.errors)
         assert file_opens(opens) == []
 
 
 def test_the_four_common_errors_each_get_their_own_structured_error(tmp_path):
-    from toolkit.read_file import common_errors
+    from toolkit.files import common_errors
 
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "config.ts").write_text("export const port = 8080;\n")

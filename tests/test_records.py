@@ -4,9 +4,9 @@ import itertools
 import pytest
 
 import toolkit as tk
-from toolkit.contracts import Contract
-from toolkit.outcomes import Status
-from toolkit.records import (FINAL, FROM_STATUS, TRANSITIONS, ExecutionRecord, IllegalTransition, State, Tick,
+from toolkit.core import Contract
+from toolkit.core import Status
+from toolkit.effects import (FINAL, FROM_STATUS, TRANSITIONS, ExecutionRecord, IllegalTransition, RecordState, Tick,
                              argument_summary, open_record)
 
 CANARY = "sk-CANARY-123"
@@ -18,7 +18,7 @@ def record(call_id="call_1"):
 
 def test_a_new_record_is_requested_and_keeps_who_and_what():
     r = record()
-    assert r.state is State.REQUESTED and r.path() == ["requested"]
+    assert r.state is RecordState.REQUESTED and r.path() == ["requested"]
     assert (r.call_id, r.initiator, r.tool, r.retries) == ("call_1", "agent-427", "create_invoice", 0)
     assert r.summary == '{"order_id": "order-431"}'
 
@@ -32,16 +32,16 @@ def test_happy_path_follows_the_chapter_line():
 
 
 def test_every_state_of_the_chapter_is_present():
-    assert {s.value for s in State} == {"requested", "approved", "running", "succeeded", "failed", "rejected",
+    assert {s.value for s in RecordState} == {"requested", "approved", "running", "succeeded", "failed", "rejected",
                                         "cancelled", "timeout", "awaiting_human"}
-    assert FINAL == {State.SUCCEEDED, State.REJECTED, State.CANCELLED}
-    assert set(TRANSITIONS) == set(State)
+    assert FINAL == {RecordState.SUCCEEDED, RecordState.REJECTED, RecordState.CANCELLED}
+    assert set(TRANSITIONS) == set(RecordState)
 
 
 def reach(target):
     """A record brought to ``target`` along allowed moves (breadth-first over the table)."""
-    paths = {State.REQUESTED: []}
-    frontier = [State.REQUESTED]
+    paths = {RecordState.REQUESTED: []}
+    frontier = [RecordState.REQUESTED]
     while frontier:
         nxt = []
         for s in frontier:
@@ -57,11 +57,11 @@ def reach(target):
 
 
 def test_every_state_is_reachable():
-    for state in State:
+    for state in RecordState:
         assert reach(state).state is state
 
 
-@pytest.mark.parametrize("source, target", [(s, t) for s, t in itertools.product(State, State)
+@pytest.mark.parametrize("source, target", [(s, t) for s, t in itertools.product(RecordState, RecordState)
                                             if t not in TRANSITIONS[s]])
 def test_every_move_outside_the_table_raises(source, target):
     r = reach(source)
@@ -103,14 +103,14 @@ def test_retries_are_moves_back_into_running():
 
 def test_timeout_can_be_reconciled_or_escalated():
     for target in ("succeeded", "failed", "awaiting_human"):
-        r = reach(State.TIMEOUT)
+        r = reach(RecordState.TIMEOUT)
         r.move(target, "reconciled from the service's records")
         assert r.state.value == target
 
 
 @pytest.mark.parametrize("status, state", [(s, FROM_STATUS[s]) for s in Status])
 def test_settle_maps_every_result_status(status, state):
-    r = reach(State.RUNNING) if state is not State.REJECTED else record()
+    r = reach(RecordState.RUNNING) if state is not RecordState.REJECTED else record()
     r.settle(status)
     assert r.state is state
 
@@ -120,7 +120,7 @@ def test_listener_sees_every_transition_in_order():
     r = ExecutionRecord("c9", "agent-427", "read_file", "{}", listener=lambda rec, t: seen.append(t.target))
     r.move("approved")
     r.move("cancelled")
-    assert seen == [State.REQUESTED, State.APPROVED, State.CANCELLED]
+    assert seen == [RecordState.REQUESTED, RecordState.APPROVED, RecordState.CANCELLED]
 
 
 def test_tick_clock_is_deterministic():

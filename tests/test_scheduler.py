@@ -5,8 +5,8 @@ import time
 import pytest
 
 import toolkit as tk
-from toolkit import scheduler as sc
-from toolkit.streaming import Assembler
+from toolkit.wire import scheduler as sc
+from toolkit.wire import Assembler
 
 WRITE_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
                 "required": ["path", "content"], "additionalProperties": False}

@@ -1,6 +1,6 @@
 """The governed score and the choice among legal calls, with the chapter's numbers."""
 import toolkit as tk
-from toolkit.scoring import flip_point
+from toolkit.core import flip_point
 
 
 def test_governed_score_worked_number():

@@ -6,9 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
-from toolkit import schema, streaming
-from toolkit.streaming import Assembler, Preview, SKETCH_FRAMES, anthropic_stream, openai_stream
-from toolkit.vendors import IdMap, Refusal, fixture
+from toolkit.core import schema
+from toolkit.wire import streaming
+from toolkit.wire import Assembler, Preview, SKETCH_FRAMES, anthropic_stream, openai_stream
+from toolkit.wire import IdMap, Refusal, fixture
 
 READ_SCHEMA = {"type": "object",
                "properties": {"path": {"type": "string", "description": "A path relative to the workspace."}},
@@ -353,7 +354,7 @@ def key_paths(value, path=()):
     out = []
     if isinstance(value, dict):
         for key, sub in value.items():
-            out.append(tk.errors.pointer_for(path + (key,)))
+            out.append(tk.core.errors.pointer_for(path + (key,)))
             out += key_paths(sub, path + (key,))
     elif isinstance(value, list):
         for i, sub in enumerate(value):

@@ -1,9 +1,9 @@
 """After a timeout: no blind retries; the original key makes a retry an inquiry; else record, else a human."""
 import pytest
 
-from toolkit.calls import ToolCall
-from toolkit.outcomes import FailureClass, Status
-from toolkit.timeouts import (COMPENSATION, Decision, IssueTracker, RetryKind, TimeoutRuntime, classify_retry,
+from toolkit.core import ToolCall
+from toolkit.core import FailureClass, Status
+from toolkit.effects import (COMPENSATION, TimeoutDecision, IssueTracker, RetryKind, TimeoutRuntime, classify_retry,
                               compensation_table, create_issue_illustration)
 
 KEY = "issue:login-button:v1"
@@ -18,9 +18,9 @@ def test_the_illustration_counts():
     assert rows["retry blindly"]["issues"] == 2, "a blind retry after a lost response makes a second issue"
     for safe in ("idempotency key", "record lookup", "human confirmation"):
         assert rows[safe]["issues"] == 1, f"{safe} must leave exactly one issue"
-    assert rows["idempotency key"]["decision"] == Decision.RETRIED_WITH_KEY.value
-    assert rows["record lookup"]["decision"] == Decision.FOUND_IN_RECORD.value
-    assert rows["human confirmation"]["decision"] == Decision.CONFIRMED_BY_HUMAN.value
+    assert rows["idempotency key"]["decision"] == TimeoutDecision.RETRIED_WITH_KEY.value
+    assert rows["record lookup"]["decision"] == TimeoutDecision.FOUND_IN_RECORD.value
+    assert rows["human confirmation"]["decision"] == TimeoutDecision.CONFIRMED_BY_HUMAN.value
     assert rows["nothing can tell"] == {**rows["nothing can tell"], "decision": "awaiting_human", "issues": 1}
     assert (rows["retry with a new key"]["decision"], rows["retry with a new key"]["issues"]) == ("refused", 1)
     assert "call_2 was a new proposal" in rows["retry blindly"]["trace"]
@@ -59,7 +59,7 @@ def test_new_proposal_refused_while_unknown_then_allowed_as_a_separate_action():
     assert decision is None and refused.status is Status.REJECTED and refused.call_id == "c2"
     assert refused.reason == "new_proposal_while_unknown" and len(tracker.issues) == 1
     decision, settled = runtime.retry(call("c1"), call("c3"))
-    assert decision is Decision.FOUND_IN_RECORD and settled.call_id == "c3" and settled.ok
+    assert decision is TimeoutDecision.FOUND_IN_RECORD and settled.call_id == "c3" and settled.ok
     assert runtime.unresolved == {}
     decision, second = runtime.retry(call("c1"), call("c4", key="issue:login-button:v2"))
     assert second.ok and len(tracker.issues) == 2, "once the first is known, a new key is an honest second action"
@@ -70,7 +70,7 @@ def test_record_shows_nothing_then_retry_with_the_same_key():
     runtime = TimeoutRuntime(tracker)
     assert runtime.send(call("c1")).status is Status.TIMEOUT and tracker.issues == []
     decision, result = runtime.retry(call("c1"), call("c2"))
-    assert decision is Decision.RETRIED_AFTER_RECORD and result.ok
+    assert decision is TimeoutDecision.RETRIED_AFTER_RECORD and result.ok
     assert [i["key"] for i in tracker.issues] == [KEY]
 
 
@@ -79,7 +79,7 @@ def test_human_says_absent_then_one_send():
     runtime = TimeoutRuntime(tracker, human=lambda c: "absent")
     runtime.send(call("c1"))
     decision, result = runtime.retry(call("c1"), call("c2"))
-    assert decision is Decision.CONFIRMED_BY_HUMAN and result.ok and len(tracker.issues) == 1
+    assert decision is TimeoutDecision.CONFIRMED_BY_HUMAN and result.ok and len(tracker.issues) == 1
 
 
 def test_conflicting_retry_is_refused():

@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
-from toolkit import vendors as v
-from toolkit.catalog import CREATE_INVOICE
-from toolkit.streaming import anthropic_stream, openai_stream
-from toolkit.vendors import IdMap, Refusal, fixture
+from toolkit.wire import vendors as v
+from toolkit.worlds import CREATE_INVOICE
+from toolkit.wire import anthropic_stream, openai_stream
+from toolkit.wire import IdMap, Refusal, fixture
 
 WRITE_SCHEMA = {"type": "object",
                 "properties": {"path": {"type": "string", "description": "A path relative to the workspace."},

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import toolkit.workspace as wsmod
+import toolkit.files.workspace as wsmod
 from hostile_paths import (CAP, HOSTILE, LEGIT, SECRETS, build_tree, file_opens, is_directory_open,
                            recording_opens, stray_opens, within)
-from toolkit.outcomes import FailureClass
-from toolkit.workspace import (HINTS, FileRead, PathRefused, Workspace, check_lexical, check_realpath,
+from toolkit.core import FailureClass
+from toolkit.files import (HINTS, FileRead, PathRefused, Workspace, check_lexical, check_realpath,
                                open_confined)
 
 

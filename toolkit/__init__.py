@@ -8,18 +8,18 @@ and returns one ``ToolResult`` per call id.
 Importing ``toolkit`` is light: sympy, matplotlib and ipywidgets load only
 inside ``toolkit.present``, when a chapter draws or shows something.
 """
-from .calls import CallIds, ToolCall, request
-from .contracts import Condition, Contract, Retry
-from .errors import ToolError
-from .host import Attempt, Host, Tool, rejection
-from .interpreter import ScriptedPolicy, State, contract_allows, evaluate, invoke_with_ledger
-from .ledger import Answer, Ledger, LedgerStatus, MemoryLedger, SqliteLedger, invoke
-from .legality import Caller, Outcome, Test, Verdict, check, legal
-from .outcomes import FailureClass, Status, ToolFailure, ToolResult
-from .read_file import make_read_file
-from .redaction import redact
-from .scoring import Choice, Option, choose, expected_value, governed_score
-from .workspace import PathRefused, Workspace
+from toolkit.core.calls import CallIds, ToolCall, request
+from toolkit.core.contracts import Condition, Contract, Retry
+from toolkit.core.errors import ToolError
+from toolkit.core.host import Attempt, Host, Tool, rejection
+from toolkit.core.loop import ScriptedPolicy, State, contract_allows, evaluate, invoke_with_ledger
+from toolkit.effects.ledger import Answer, Ledger, LedgerStatus, MemoryLedger, SqliteLedger, invoke
+from toolkit.core.legality import Caller, Outcome, Test, Verdict, check, legal
+from toolkit.core.results import FailureClass, Status, ToolFailure, ToolResult
+from toolkit.files.read_file import make_read_file
+from toolkit.core.redaction import redact
+from toolkit.core.scoring import Choice, Option, choose, expected_value, governed_score
+from toolkit.files.workspace import PathRefused, Workspace
 
 __version__ = "0.1.0"
 

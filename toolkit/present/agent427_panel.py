@@ -8,7 +8,7 @@
 * **the imported symbol is exported** switches the name the proposal imports
   between ``load_manifest`` and ``load_publication_manifest``.
 
-Each combination is validated for real by ``toolkit.agent427.validate`` (the
+Each combination is validated for real by ``toolkit.worlds.agent427.validate`` (the
 call through the ``edit_file`` contract, the code through the export reader)
 against a copy of the scenario that is only ever read. ``LegalityPanel`` shows
 the result.
@@ -18,14 +18,14 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from ..agent427 import (AGENT, BUILD_SCRIPT, MODULE, Proposal, ProposalHost, copy_scenario, corrected_proposal,
+from toolkit.worlds import (AGENT, BUILD_SCRIPT, MODULE, Proposal, ProposalHost, copy_scenario, corrected_proposal,
                         episode_host, validate)
-from ..calls import request
-from ..edit_file import make_edit_file
-from ..errors import ToolError
-from ..exports import make_inspect_exports
-from ..legality import Caller, Test, Verdict
-from .legality_panel import LegalityPanel, Scenario
+from toolkit.core import request
+from toolkit.files import make_edit_file
+from toolkit.core import ToolError
+from toolkit.files import make_inspect_exports
+from toolkit.core import Caller, Test, Verdict
+from toolkit.present.legality_panel import LegalityPanel, Scenario
 
 LABELS = ("the call uses the declared fields", "the caller holds fs.write", "the imported symbol is exported")
 
@@ -62,7 +62,7 @@ def _once(verdict: Verdict) -> Verdict:
 def agent427_scenario(workspace: Path | str | None = None) -> Scenario:
     """A scenario for ``LegalityPanel``: ``(declared_fields, holds_write, exported) -> Verdict``.
 
-    With a ``workspace`` (a copy made by ``toolkit.agent427.copy_scenario``), every
+    With a ``workspace`` (a copy made by ``toolkit.worlds.agent427.copy_scenario``), every
     verdict is computed against it; it is read, never written. Without one, each
     verdict is computed in a fresh copy of the scenario that is deleted as soon as
     the verdict is known, so a panel leaves no folder behind however its kernel ends.

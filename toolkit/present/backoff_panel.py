@@ -1,6 +1,6 @@
 """A live view of the retry controller: move beta, n_max and d0, pick a jitter, watch the delay plan.
 
-Every line the panel shows comes from ``toolkit.backoff.walk``: the same pure
+Every line the panel shows comes from ``toolkit.effects.backoff.walk``: the same pure
 ``step`` the host runs, applied from ``(n=0, d=d0)`` until the controller
 escalates. Nothing here recomputes the rule its own way; the closed form of the
 total wait is evaluated separately, as a check the student can read beside it.
@@ -8,8 +8,8 @@ total wait is evaluated separately, as a check the student can read beside it.
 from __future__ import annotations
 
 
-from ..backoff import Jitter, Policy, walk
-from .text_view import pre_html
+from toolkit.effects import Jitter, RetryPolicy, walk
+from toolkit.present.text_view import pre_html
 
 BAR_WIDTH = 24   # characters of the longest bar in the text view
 
@@ -19,7 +19,7 @@ def _seconds(x: float) -> str:
     return f"{round(x, 2):g}s"
 
 
-def plan_rows(policy: Policy, seed: int = 0) -> list[dict]:
+def plan_rows(policy: RetryPolicy, seed: int = 0) -> list[dict]:
     """One row per granted retry: its number, the planned delay ``d``, the wait drawn, and the state after.
 
     ``d`` of retry ``k`` is the delay of the state it was granted from (capped
@@ -36,7 +36,7 @@ def plan_rows(policy: Policy, seed: int = 0) -> list[dict]:
     return rows
 
 
-def plan_text(policy: Policy, seed: int = 0) -> str:
+def plan_text(policy: RetryPolicy, seed: int = 0) -> str:
     """What the panel shows for one policy: the plan, the escalation point, and the total wait."""
     decisions = walk(policy, seed=seed)
     rows, last = plan_rows(policy, seed), decisions[-1]
@@ -96,8 +96,8 @@ class BackoffPanel:
         self._update()
 
     @property
-    def policy(self) -> Policy:
-        return Policy(d0=self.d0.value, beta=self.beta.value, n_max=self.n_max.value, d_max=self.d_max,
+    def policy(self) -> RetryPolicy:
+        return RetryPolicy(d0=self.d0.value, beta=self.beta.value, n_max=self.n_max.value, d_max=self.d_max,
                       jitter=Jitter(self.jitter.value))
 
     def set(self, beta: float | None = None, n_max: int | None = None, d0: float | None = None,

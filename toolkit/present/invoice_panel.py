@@ -1,11 +1,11 @@
 """A live view of the duplicate-invoice trace: choose the guards and the crash point, watch the invoices.
 
-Every trace the panel shows comes from ``toolkit.crash.run_scenario``: a child
+Every trace the panel shows comes from ``toolkit.worlds.crash.run_scenario``: a child
 process really dies (SIGKILL) at the chosen point, a second one retries, and
 the invoices are counted in billing's own database. A run gives the same
 trace every time, so each (agent, crash point) is run once and cached.
 
-``toolkit.crash`` has three agents, each keeping its ledger in a SQLite file.
+``toolkit.worlds.crash`` has three agents, each keeping its ledger in a SQLite file.
 The panel's three switches are mapped onto them (``plan`` says which run a
 setting plays, and why):
 
@@ -16,7 +16,7 @@ setting plays, and why):
   locally; billing recognizes the key on a retry).
 * else: the ``naive`` agent (invoice first, ledger row in a separate step).
 * **durable key** off: the ledger lives in the agent's memory and dies with
-  its process. ``toolkit.crash`` has no in-memory agent, so a crash *after*
+  its process. ``toolkit.worlds.crash`` has no in-memory agent, so a crash *after*
   the key was recorded is played as a crash *before* it: after a SIGKILL the
   two leave the same ledger, an empty one. Without a crash the living process
   answers the retry from its memory, as the durable ledger does.
@@ -27,8 +27,8 @@ import html
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ..crash import CRASH_POINTS, run_scenario
-from .text_view import pre_html
+from toolkit.worlds import CRASH_POINTS, run_scenario
+from toolkit.present.text_view import pre_html
 
 #: The dropdown: the toolkit's crash points by name, and "no crash".
 CRASH_CHOICES: tuple[tuple[str, str], ...] = tuple((("no crash" if p == "none" else p), p) for p in CRASH_POINTS)
@@ -65,7 +65,7 @@ class Plan:
 
 
 def plan(durable: bool, atomic: bool, honours: bool, crash_at: str) -> Plan:
-    """Map the three switches and a crash point onto a ``toolkit.crash`` run (see the module docstring)."""
+    """Map the three switches and a crash point onto a ``toolkit.worlds.crash`` run (see the module docstring)."""
     if crash_at not in CRASH_POINTS:
         raise ValueError(f"crash point must be one of {tuple(CRASH_POINTS)}, not {crash_at!r}")
     notes: list[str] = []

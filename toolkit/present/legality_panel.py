@@ -1,15 +1,15 @@
 """A live view of the legality indicator: toggle a scenario's three conditions, watch the verdict.
 
 Each checkbox changes the *input* of a real check (the arguments, the caller's
-scopes, the world), and the panel reruns ``toolkit.legality.check`` through the
+scopes, the world), and the panel reruns ``toolkit.core.legality.check`` through the
 scenario function. Nothing here fakes a bit.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-from ..legality import Verdict
-from .text_view import pre_html
+from toolkit.core import Verdict
+from toolkit.present.text_view import pre_html
 
 #: A scenario maps three switches (schema fixed?, authorized?, ready?) to a real verdict.
 Scenario = Callable[[bool, bool, bool], Verdict]

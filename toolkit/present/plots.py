@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..scoring import Option, choose, flip_point
+from toolkit.core import Option, choose, flip_point
 
 
 def choice_flip(options: Sequence[Option], lam_c: float = 1.0, max_lam_r: float = 3.0, steps: int = 61):
@@ -11,7 +11,7 @@ def choice_flip(options: Sequence[Option], lam_c: float = 1.0, max_lam_r: float 
 
     Each option keeps one colour for its line and its shading (illegal options get no line
     and are never shaded). Wherever the chosen option changes, a dashed vertical line marks
-    the exact flip point (``toolkit.scoring.flip_point``). Returns the figure.
+    the exact flip point (``toolkit.core.scoring.flip_point``). Returns the figure.
     """
     import matplotlib.pyplot as plt
 

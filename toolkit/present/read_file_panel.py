@@ -1,7 +1,7 @@
 """Chapter 1's read_file panel: pick a request, cut validation layers, watch what stops it.
 
 Two pieces, usable without any widget (the witness that records every file
-opened is ``toolkit.witness.recording_opens``):
+opened is ``toolkit.files.witness.recording_opens``):
 
 * ``demo_workspace(base)`` builds the chapter's small world under ``base``: a
   workspace ``ws`` with ``src/config.ts`` and ``src/routes.ts``, a link
@@ -26,15 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..calls import ToolCall, request
-from ..host import Host, not_a_call
-from ..legality import Verdict
-from ..outcomes import ToolResult
-from ..read_file import LAYERS, make_read_file
-from ..streaming import Assembler
-from ..vendors import Refusal
-from ..witness import Open, files_opened, recording_opens
-from .text_view import pre_html
+from toolkit.core import ToolCall, request
+from toolkit.core import Host, not_a_call
+from toolkit.core import Verdict
+from toolkit.core import ToolResult
+from toolkit.files import LAYERS, make_read_file
+from toolkit.wire import Assembler
+from toolkit.wire import Refusal
+from toolkit.files import Open, files_opened, recording_opens
+from toolkit.present.text_view import pre_html
 
 # ------------------------------------------------------------------ the chapter's world
 #: The workspace's files; the same text as the recorded vendor examples.

@@ -1,7 +1,7 @@
 """Plots for retries and measurement: jitter variants, the schema-violation drift, the 202 trap.
 
 The data functions (``jitter_waits``, ``arrival_times``, ``peak_load``) are
-plain Python over ``toolkit.backoff``; the ``*_plot`` functions draw with
+plain Python over ``toolkit.effects.backoff``; the ``*_plot`` functions draw with
 matplotlib, imported only when a plot is drawn, and return the figure.
 """
 from __future__ import annotations
@@ -10,10 +10,10 @@ from dataclasses import replace
 from itertools import accumulate
 from typing import Sequence
 
-from ..backoff import Jitter, Policy, plan
+from toolkit.effects import Jitter, RetryPolicy, plan
 
 
-def jitter_waits(policy: Policy, clients: int = 20, seed: int = 0) -> dict[str, list[list[float]]]:
+def jitter_waits(policy: RetryPolicy, clients: int = 20, seed: int = 0) -> dict[str, list[list[float]]]:
     """For every jitter variant, the waits each client draws when every one of its retries fails.
 
     Client ``c`` draws from ``random.Random(seed + c)``, so every variant meets
@@ -38,7 +38,7 @@ def peak_load(waits_per_client: Sequence[Sequence[float]], window: float = 0.1) 
     return best
 
 
-def jitter_plot(policy: Policy, clients: int = 20, seed: int = 0, window: float = 0.1):
+def jitter_plot(policy: RetryPolicy, clients: int = 20, seed: int = 0, window: float = 0.1):
     """One panel per jitter variant: each client's wait before retry 1, 2, ..., over the planned delay ``d``."""
     import matplotlib.pyplot as plt
 
@@ -63,7 +63,7 @@ def jitter_plot(policy: Policy, clients: int = 20, seed: int = 0, window: float 
 
 
 def drift_plot(rows: Sequence[dict], reference: float = 0.03):
-    """The schema-violation rate per window (from ``toolkit.metrics.drift``) against the habit behind it."""
+    """The schema-violation rate per window (from ``toolkit.effects.metrics.drift``) against the habit behind it."""
     import matplotlib.pyplot as plt
 
     windows = [r["window"] for r in rows]
@@ -80,7 +80,7 @@ def drift_plot(rows: Sequence[dict], reference: float = 0.03):
 
 
 def gaming_plot(gamed: Sequence[dict], repaired: Sequence[dict]):
-    """What the metric says and what is true, call by call (rows from ``toolkit.deploy.run_episode``)."""
+    """What the metric says and what is true, call by call (rows from ``toolkit.worlds.deploy.run_episode``)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 3.6))

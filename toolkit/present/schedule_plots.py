@@ -20,8 +20,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..calls import ToolCall
-from ..outcomes import ToolResult
+from toolkit.core import ToolCall
+from toolkit.core import ToolResult
 
 Row = Mapping[str, Any]
 
@@ -116,7 +116,7 @@ class StepRecorder:
     """Wraps an executor; records which calls had finished when each call started.
 
     ``recorder(call)`` runs ``execute(call)`` and returns its result, so a
-    recorder can be handed to ``toolkit.scheduler.run_plan`` or called in a
+    recorder can be handed to ``toolkit.wire.scheduler.run_plan`` or called in a
     plain loop. ``together`` lists groups of call ids that must be in flight at
     the same moment (e.g. ``plan.waves``): each group meets at a barrier that
     gives up after ``timeout`` seconds, and a call whose barrier broke raises,

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..scoring import Option, choose
-from .text_view import pre_html
+from toolkit.core import Option, choose
+from toolkit.present.text_view import pre_html
 
 
 def choice_text(options: Sequence[Option], lam_c: float, lam_r: float) -> str:

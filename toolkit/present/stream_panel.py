@@ -1,14 +1,14 @@
 """Replay a recorded stream chunk by chunk: what a host holds at each moment, and whether it may run anything.
 
 A slider picks a position in a recorded server-sent-event body from
-``toolkit/fixtures/vendors``. At each position the panel shows the chunks
+``toolkit/wire/recordings``. At each position the panel shows the chunks
 received so far, the ``Preview`` of every call still arriving (raw text and the
 keys seen so far, never a guessed value), and the one question that matters:
 *may anything execute yet?* Before the completion event the answer is always
 "cannot execute: no completion event yet"; only after it does the panel show the
 completed ``ToolCall`` objects (or, for a cut stream, the refusals).
 
-Every line comes from the real readers (``toolkit.streaming.OpenAIStream`` /
+Every line comes from the real readers (``toolkit.wire.streaming.OpenAIStream`` /
 ``AnthropicStream``) fed the same chunks, one at a time. Nothing is re-parsed
 here: the panel only describes each chunk and records what the reader said.
 """
@@ -18,10 +18,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..calls import ToolCall
-from ..streaming import AnthropicStream, OpenAIStream, Preview
-from ..vendors import Refusal, fixture
-from .text_view import pre_html
+from toolkit.core import ToolCall
+from toolkit.wire import AnthropicStream, OpenAIStream, Preview
+from toolkit.wire import Refusal, fixture
+from toolkit.present.text_view import pre_html
 
 WAITING = "cannot execute: no completion event yet"
 

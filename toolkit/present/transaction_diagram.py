@@ -1,7 +1,7 @@
 """A call is a small transaction: the chapter's diagram, drawn from the record's own state machine.
 
 The picture is not drawn by hand. Its main line is a list of *stages*, each
-tagged with the execution-record state (``toolkit.records.State``) the call
+tagged with the execution-record state (``toolkit.effects.records.State``) the call
 is in once that stage has passed; its side branches are *moves* of that
 record (``requested -> rejected`` and so on). Before anything is drawn or
 printed, ``moves()`` checks every move against ``records.TRANSITIONS``, and
@@ -19,10 +19,10 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 
-from ..outcomes import NEXT_STEP, FailureClass, Status
-from ..records import FROM_STATUS, TRANSITIONS, State
+from toolkit.core import NEXT_STEP, FailureClass, Status
+from toolkit.effects import FROM_STATUS, TRANSITIONS, RecordState
 
-S = State
+S = RecordState
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Stage:
     """One box of the main line: its name, the record state once it has passed (None: no record yet)."""
 
     name: str
-    state: State | None
+    state: RecordState | None
     does: str
 
 
@@ -40,8 +40,8 @@ class Branch:
 
     stage: str
     label: str
-    source: State
-    target: State
+    source: RecordState
+    target: RecordState
     then: str
     failure: tuple[FailureClass, ...] = ()
 
@@ -78,22 +78,22 @@ BRANCHES: tuple[Branch, ...] = (
 )
 
 
-def status_of(state: State) -> Status | None:
+def status_of(state: RecordState) -> Status | None:
     """The tool-result status that lands a record in ``state`` (``records.FROM_STATUS`` read backwards)."""
     statuses = [status for status, target in FROM_STATUS.items() if target is state]
     return statuses[-1] if statuses else None   # failed <- recoverable_failure and failed: take the plain one
 
 
-def main_moves(stages: tuple[Stage, ...] = STAGES) -> list[tuple[State, State]]:
+def main_moves(stages: tuple[Stage, ...] = STAGES) -> list[tuple[RecordState, RecordState]]:
     """The record moves along the main line: consecutive stages whose states differ."""
     states = [s.state for s in stages if s.state is not None]
     return [(a, b) for a, b in zip(states, states[1:]) if a is not b]
 
 
-def moves(stages: tuple[Stage, ...] = STAGES, branches: tuple[Branch, ...] = BRANCHES) -> list[tuple[State, State]]:
+def moves(stages: tuple[Stage, ...] = STAGES, branches: tuple[Branch, ...] = BRANCHES) -> list[tuple[RecordState, RecordState]]:
     """Every record move the diagram shows, main line first; raises ``ValueError`` if one is not allowed.
 
-    "Allowed" means listed in ``toolkit.records.TRANSITIONS``: the same table an
+    "Allowed" means listed in ``toolkit.effects.records.TRANSITIONS``: the same table an
     ``ExecutionRecord`` enforces on every move.
     """
     drawn = main_moves(stages) + [(b.source, b.target) for b in branches]
@@ -107,7 +107,7 @@ def moves(stages: tuple[Stage, ...] = STAGES, branches: tuple[Branch, ...] = BRA
     return list(dict.fromkeys(drawn))
 
 
-def not_drawn() -> list[tuple[State, State]]:
+def not_drawn() -> list[tuple[RecordState, RecordState]]:
     """The moves ``TRANSITIONS`` allows that the diagram leaves out (retries, cancellations, ...)."""
     shown = set(moves())
     return [(a, b) for a in TRANSITIONS for b in sorted(TRANSITIONS[a], key=lambda s: s.value) if (a, b) not in shown]

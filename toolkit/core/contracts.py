@@ -1,0 +1,139 @@
+"""A tool contract: the small written agreement a tool makes with its callers.
+
+Before a model may call a tool, the host writes down what the tool needs
+(argument schema, permissions, preconditions), what it promises
+(postconditions, evidence), what it costs, how much damage it can do, whether
+a retry is safe, and which resources it reads and writes. The runtime then
+enforces the writing: ``toolkit.core.legality.check`` reads a ``Contract``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import cached_property
+from typing import Any, Callable, Mapping
+
+from toolkit.core.errors import ToolError
+
+
+class Retry(str, Enum):
+    """Retry semantics: is running the same call again harmless?"""
+
+    SAFE = "safe"                        # reading a file: ten tries read the same thing
+    SAFE_WITH_KEY = "safe with same key"  # creating an invoice: only with the original idempotency key
+    UNSAFE = "unsafe"                    # sending a message: a retry is a second act
+
+
+#: A check's verdict: True passes, False fails with the condition's own text,
+#: a ToolError fails with that error (for a more precise pointer or hint).
+CheckResult = bool | ToolError
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A named test over a call.
+
+    Preconditions and guards are called as ``predicate(arguments, world)``;
+    postconditions as ``predicate(arguments, output, world)``.
+    """
+
+    name: str
+    description: str
+    predicate: Callable[..., CheckResult]
+    field: str = ""   # the argument the condition is about, so a failure points at it
+
+    def failure(self, code: str, hint: str = "") -> ToolError:
+        """The structured error this condition produces when its predicate says False."""
+        pointer = f"$.{self.field}" if self.field else "$"
+        return ToolError(code, pointer, f"{self.name} not met (requires: {self.description})",
+                         expected=self.description, received="not satisfied", hint=hint)
+
+
+@dataclass(frozen=True)
+class Contract:
+    """Everything the host knows about one tool before it runs.
+
+    ``schema`` is a JSON Schema (2020-12) object schema for the arguments.
+    ``permissions`` are scopes the caller must hold (checked with ``guards``
+    in the permission layer); ``preconditions`` and ``needs_approval`` form the
+    business layer. ``reads``/``writes`` are resource templates such as
+    ``"file:{path}"``, filled from the arguments to schedule parallel calls.
+    """
+
+    name: str
+    description: str
+    schema: Mapping[str, Any]
+    permissions: tuple[str, ...] = ()
+    guards: tuple[Condition, ...] = ()
+    preconditions: tuple[Condition, ...] = ()
+    postconditions: tuple[Condition, ...] = ()
+    cost: float = 0.0
+    risk: float = 0.0
+    reversible: bool = True
+    retry: Retry = Retry.SAFE
+    risk_category: str = "none"
+    evidence: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+    secret_fields: tuple[str, ...] = ()
+    needs_approval: bool = False
+    idempotency_field: str = ""   # the argument that carries the idempotency key, if any
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def validator(self) -> Any:
+        """The compiled schema validator, built once per contract."""
+        from toolkit.core.schema import compile_schema
+
+        return compile_schema(self.schema)
+
+    @property
+    def parameters(self) -> list[str]:
+        """The declared argument names, in schema order."""
+        return list(self.schema.get("properties", {}))
+
+    def resources(self, arguments: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
+        """The concrete resources this call reads and writes, e.g. ``{"file:a.txt"}``."""
+        def fill(templates: tuple[str, ...]) -> frozenset[str]:
+            return frozenset(t.format_map(_Missing(arguments)) for t in templates)
+        return fill(self.reads), fill(self.writes)
+
+    def card(self) -> str:
+        """The contract written out as a short card, in the chapter's layout."""
+        requires = [f"caller has {p}" for p in self.permissions]
+        requires += [c.description for c in self.guards + self.preconditions]
+        if self.needs_approval:
+            requires.append("a person approved this call")
+        lines = [f"tool {self.name}({', '.join(self.parameters)})",
+                 f"  requires: {'; '.join(requires) or 'nothing'}",
+                 f"  ensures: {'; '.join(c.description for c in self.postconditions) or 'nothing'}",
+                 f"  retry: {_retry_text(self)}",
+                 f"  risk: {self.risk_category}",
+                 f"  evidence: {' and '.join(self.evidence) or 'none'}"]
+        return "\n".join(lines)
+
+    @classmethod
+    def from_model(cls, model: type, **fields: Any) -> "Contract":
+        """Build a contract whose argument schema is a pydantic model's JSON Schema.
+
+        The runtime still validates with JSON Schema (strict), not with
+        pydantic's lax coercion, so ``"12"`` is refused where an integer is declared.
+        """
+        schema = model.model_json_schema()
+        schema.pop("title", None)
+        fields.setdefault("description", (model.__doc__ or "").strip())
+        return cls(name=fields.pop("name"), schema=schema, **fields)
+
+
+def _retry_text(contract: Contract) -> str:
+    if contract.retry is Retry.SAFE_WITH_KEY:
+        return f"safe with same {contract.idempotency_field or 'idempotency key'}"
+    return contract.retry.value
+
+
+class _Missing(dict):
+    def __init__(self, arguments: Mapping[str, Any]):
+        super().__init__(arguments)
+
+    def __missing__(self, key: str) -> str:
+        return "?"

@@ -1,0 +1,178 @@
+"""The legality indicator and the three validation layers.
+
+    legal(u) = 1{ schema_ok(x) ∧ auth_ok(f) ∧ Pre_f(x) }
+
+``check`` evaluates all three tests on every attempt, in the chapter's order
+(schema -> permission/path -> business/approval), and records each as
+pass, fail, or not evaluable. It never stops at the first failure, so a
+blocked call names *every* test that stopped it. A test over arguments that
+did not pass the schema is "not evaluable" rather than guessed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Iterable
+
+from toolkit.core.calls import ToolCall
+from toolkit.core.contracts import Condition, Contract
+from toolkit.core.errors import ToolError
+from toolkit.core.schema import parse_arguments, schema_errors
+
+
+class Outcome(str, Enum):
+    """One test's result. Only PASS counts as 1 in the indicator; NOT_EVALUABLE is not a guess."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    NOT_EVALUABLE = "not evaluable"
+
+    @property
+    def bit(self) -> int:
+        return 1 if self is Outcome.PASS else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Test:
+    """The result of one of the three tests, with the errors behind a failure."""
+
+    name: str
+    outcome: Outcome
+    errors: tuple[ToolError, ...] = ()
+
+    @property
+    def bit(self) -> int:
+        return self.outcome.bit
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is asking: the scopes they hold and the call ids a person approved."""
+
+    name: str = "agent"
+    scopes: frozenset[str] = frozenset()
+    approved: frozenset[str] = frozenset()
+
+    def with_scopes(self, *scopes: str) -> "Caller":
+        return Caller(self.name, self.scopes | set(scopes), self.approved)
+
+    def approving(self, *call_ids: str) -> "Caller":
+        return Caller(self.name, self.scopes, self.approved | set(call_ids))
+
+
+def legal(schema_ok: Any, auth_ok: Any, pre: Any) -> int:
+    """The indicator itself: 1 when all three tests pass, else 0 (a product of bits)."""
+    return _bit(schema_ok) * _bit(auth_ok) * _bit(pre)
+
+
+def _bit(value: Any) -> int:
+    if isinstance(value, (Test, Outcome)):
+        return value.bit
+    return 1 if value is True or value == 1 else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """All three tests for one attempt, and the indicator they give."""
+
+    call: ToolCall
+    schema_ok: Test
+    auth_ok: Test
+    pre: Test
+    arguments: dict | None = field(default=None, compare=False)
+
+    @property
+    def tests(self) -> tuple[Test, Test, Test]:
+        return (self.schema_ok, self.auth_ok, self.pre)
+
+    @property
+    def legal(self) -> int:
+        """The indicator for this attempt: 1 when schema_ok, auth_ok and Pre all pass, else 0."""
+        return legal(*self.tests)
+
+    @property
+    def blocked_by(self) -> tuple[str, ...]:
+        """Names of the tests that failed (not-evaluable ones are not blamed)."""
+        return tuple(t.name for t in self.tests if t.outcome is Outcome.FAIL)
+
+    @property
+    def errors(self) -> tuple[ToolError, ...]:
+        """Every structured error behind this verdict, in layer order (what goes back to the model)."""
+        return tuple(e for t in self.tests for e in t.errors)
+
+    def lines(self) -> list[str]:
+        """One line per test, e.g. ``schema_ok  fail  $.path: unexpected property``."""
+        out = []
+        for t in self.tests:
+            detail = "; ".join(e.line() for e in t.errors)
+            out.append(f"{t.name:<9} {t.outcome.value:<13} {detail}".rstrip())
+        out.append(f"legal = {' x '.join(str(t.bit) for t in self.tests)} = {self.legal}")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+def check(call: ToolCall, contract: Contract | None, caller: Caller = Caller(), world: Any = None,
+          declared: Iterable[str] = ()) -> Verdict:
+    """Evaluate schema_ok, auth_ok and Pre for one call; never raises on bad input."""
+    if contract is None or contract.name != call.name:
+        return _unknown_tool(call, declared)
+    arguments, errors = parse_arguments(call.arguments)
+    if arguments is not None:
+        errors = schema_errors(contract.validator, arguments, contract.secret_fields)
+    schema = Test("schema_ok", Outcome.PASS if not errors else Outcome.FAIL, tuple(errors))
+    usable = arguments if schema.outcome is Outcome.PASS else None
+    auth = _auth_test(contract, caller, usable, world)
+    pre = _pre_test(contract, call, caller, usable, world)
+    return Verdict(call, schema, auth, pre, usable)
+
+
+def _auth_test(contract: Contract, caller: Caller, arguments: dict | None, world: Any) -> Test:
+    missing = [p for p in contract.permissions if p not in caller.scopes]
+    errors = [ToolError("not_authorized", f"tool {contract.name}", f"caller lacks {p}", expected=p,
+                        received=sorted(caller.scopes), hint="this call lies outside the caller's role",
+                        retryable=False) for p in missing]
+    if arguments is None and contract.guards:
+        outcome = Outcome.FAIL if errors else Outcome.NOT_EVALUABLE
+        return Test("auth_ok", outcome, tuple(errors))
+    errors += _run_conditions(contract.guards, "path_refused", arguments, world)
+    return Test("auth_ok", Outcome.FAIL if errors else Outcome.PASS, tuple(errors))
+
+
+def _pre_test(contract: Contract, call: ToolCall, caller: Caller, arguments: dict | None, world: Any) -> Test:
+    if arguments is None and (contract.preconditions or contract.needs_approval):
+        return Test("Pre", Outcome.NOT_EVALUABLE)
+    errors = _run_conditions(contract.preconditions, "precondition_failed", arguments or {}, world)
+    if contract.needs_approval and call.call_id not in caller.approved:
+        errors.append(ToolError("approval_required", f"tool {contract.name}", "a person must approve this call",
+                                expected="human approval", received="not approved",
+                                hint="ask for confirmation before retrying", retryable=False))
+    return Test("Pre", Outcome.FAIL if errors else Outcome.PASS, tuple(errors))
+
+
+def _run_conditions(conditions: Iterable[Condition], code: str, arguments: dict, world: Any) -> list[ToolError]:
+    errors: list[ToolError] = []
+    for condition in conditions:
+        try:
+            verdict = condition.predicate(arguments, world)
+        except Exception as exc:  # a buggy condition refuses; it never lets a call through
+            verdict = ToolError(code, "$", f"{condition.name} could not be checked ({type(exc).__name__})",
+                                expected=condition.description, received="error", retryable=False)
+        if isinstance(verdict, ToolError):
+            errors.append(verdict)
+        elif verdict is not True:
+            errors.append(condition.failure(code))
+    return errors
+
+
+def _unknown_tool(call: ToolCall, declared: Iterable[str]) -> Verdict:
+    import difflib
+
+    names = sorted(declared)
+    near = difflib.get_close_matches(str(call.name), names, n=3, cutoff=0.5)
+    error = ToolError("unknown_tool", "$.name", f"no tool named {str(call.name)!r} is declared",
+                      expected=names, received=call.name,
+                      hint=f"did you mean {', '.join(near)}?" if near else "choose one of the declared tools")
+    return Verdict(call, Test("schema_ok", Outcome.FAIL, (error,)),
+                   Test("auth_ok", Outcome.NOT_EVALUABLE), Test("Pre", Outcome.NOT_EVALUABLE))

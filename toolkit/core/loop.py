@@ -1,0 +1,145 @@
+"""The interpreter loop: the model proposes, the contract checker disposes.
+
+The chapter's five lines, made iterative so a long episode cannot overflow
+the stack::
+
+    evaluate(state):
+      proposal = policy(state)
+      if not contract_allows(proposal):
+        return evaluate(state.with_observation("rejected", reason))
+      result = invoke_with_ledger(proposal)
+      return evaluate(state.with_observation(result))
+
+A refusal is a normal transition, not a crash: it becomes an observation the
+policy reads on its next step. The policy here is scripted and deterministic;
+no model and no network are involved.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Protocol
+
+from toolkit.core.calls import ToolCall
+from toolkit.core.contracts import Contract, Retry
+from toolkit.core.errors import ToolError
+from toolkit.core.host import Host, rejection
+from toolkit.core.legality import Verdict
+from toolkit.core.results import FailureClass, Status, ToolResult
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one step taught the policy: ``rejected`` or ``result``, with the result itself."""
+
+    kind: str
+    call: ToolCall
+    result: ToolResult
+
+    def line(self) -> str:
+        """One transcript line: what was proposed and what came of it (with the reason, if refused)."""
+        detail = f" ({self.result.reason})" if self.result.reason else ""
+        return f"{self.kind:<8} {self.call.summary()} -> {self.result.status.value}{detail}"
+
+
+@dataclass(frozen=True)
+class State:
+    """The task and everything observed so far (immutable: each step makes a new state)."""
+
+    task: str
+    observations: tuple[Observation, ...] = ()
+    done: bool = False
+
+    def with_observation(self, kind: str, call: ToolCall, result: ToolResult) -> "State":
+        """A new state with one more observation; the old state is unchanged."""
+        return State(self.task, self.observations + (Observation(kind, call, result),))
+
+    @property
+    def last(self) -> Observation | None:
+        return self.observations[-1] if self.observations else None
+
+    def transcript(self) -> list[str]:
+        return [f"step {i}: {o.line()}" for i, o in enumerate(self.observations, 1)]
+
+
+class Policy(Protocol):
+    def __call__(self, state: State) -> ToolCall | None: ...
+
+
+class ScriptedPolicy:
+    """A stand-in for a model: replays fixed proposals, or asks a function given the state.
+
+    Each script entry is a ``ToolCall`` or a function ``state -> ToolCall | None``.
+    When the script runs out, the policy stops (returns None).
+    """
+
+    def __init__(self, script: Iterable[ToolCall | Callable[[State], ToolCall | None]]):
+        self.script = list(script)
+        self.position = 0
+
+    def __call__(self, state: State) -> ToolCall | None:
+        if self.position >= len(self.script):
+            return None
+        step = self.script[self.position]
+        self.position += 1
+        return step(state) if callable(step) else step
+
+
+def contract_allows(host: Host, proposal: ToolCall) -> Verdict:
+    """The contract checker: all three tests for the proposal (``.legal`` is 1 when it may run)."""
+    return host.check(proposal)
+
+
+def ledger_key(proposal: ToolCall, contract: Contract | None, arguments: Any) -> str | ToolError:
+    """The idempotency key that names this attempt, or the error when it is ambiguous.
+
+    The key may travel beside the call (``proposal.idempotency_key``) or inside the
+    arguments (the field the contract names, e.g. ``idempotency_key`` for
+    ``create_invoice``). If both are given they must agree. A call with neither is
+    keyed by its call id, so a retry without the original key is, visibly, a new proposal.
+    """
+    field = contract.idempotency_field if contract is not None else ""
+    inside = arguments.get(field) if field and isinstance(arguments, dict) else None
+    beside = proposal.idempotency_key
+    if beside and inside and beside != inside:
+        return ToolError("idempotency_conflict", f"$.{field}", "the call's key and its arguments' key disagree",
+                         expected=beside, received=inside, hint="send one key, the original one", retryable=False)
+    return beside or inside or proposal.call_id
+
+
+def invoke_with_ledger(host: Host, proposal: ToolCall, ledger: Any = None,
+                       verdict: Verdict | None = None) -> ToolResult:
+    """Run an allowed proposal; effects that are not plainly safe to repeat go through the ledger.
+
+    The same key with different arguments is refused as a conflict, not replayed;
+    the same key with the same arguments replays the first result under this call's id.
+    """
+    contract = host.contract(proposal.name)
+    if ledger is None or contract is None or contract.retry is Retry.SAFE:
+        return host.execute(proposal, verdict)
+    arguments = verdict.arguments if verdict is not None and verdict.arguments is not None else proposal.arguments
+    key = ledger_key(proposal, contract, arguments)
+    if isinstance(key, ToolError):
+        return ToolResult(proposal.call_id, Status.REJECTED, failure_class=FailureClass.PRECONDITION,
+                          reason=key.code, errors=(key,))
+    answer = ledger.call(key, lambda _: host.execute(proposal, verdict), arguments,
+                         tool=proposal.name, principal=host.caller.name)
+    return answer.to_result(proposal.call_id)   # replayed or refused, the result answers *this* call id
+
+
+def evaluate(state: State, policy: Policy, host: Host, ledger: Any = None, max_steps: int = 50) -> State:
+    """Run the loop until the policy stops proposing (or ``max_steps`` is reached)."""
+    for _ in range(max_steps):
+        proposal = policy(state)
+        if proposal is None:
+            return State(state.task, state.observations, done=True)
+        verdict = contract_allows(host, proposal)
+        if not verdict.legal:
+            refused = host.execute(proposal, verdict)  # logs the attempt; returns the rejection
+            state = state.with_observation("rejected", proposal, refused)
+            continue
+        state = state.with_observation("result", proposal, invoke_with_ledger(host, proposal, ledger, verdict))
+    return state
+
+
+__all__ = ["Observation", "State", "ScriptedPolicy", "contract_allows", "invoke_with_ledger", "evaluate",
+           "ledger_key", "rejection"]

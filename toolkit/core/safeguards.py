@@ -1,0 +1,66 @@
+"""How thick the safeguards must be: it follows the size of the side effect.
+
+A read-only, reversible, retry-safe call may take the *lean path*: validate,
+run, return. A call that writes outside, sends, or charges needs the full
+small-transaction treatment. The four task properties that decide it are the
+chapter's: reversibility, side-effect risk, retry semantics, and whether the
+tool returns evidence the agent can check itself.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from toolkit.core.contracts import Contract, Retry
+
+#: Each safeguard and what it prevents (the chapter's safeguard table).
+SAFEGUARDS: dict[str, str] = {
+    "call id": "results that do not match requests",
+    "idempotency key": "a repeat run producing a duplicate side effect",
+    "execution record": "not being able to tell whether the last run took effect",
+    "human approval": "an irreversible action being blindly replayed",
+}
+
+#: When each safeguard is worth its cost (the same table, last column).
+WHEN_TO_USE: dict[str, str] = {
+    "call id": "parallel, streaming and multi-round calls",
+    "idempotency key": "a remote create, a payment, sending a message",
+    "execution record": "a timeout, a disconnect, recovery after a crash",
+    "human approval": "deletion, publishing, a large payment",
+}
+
+
+@dataclass(frozen=True)
+class TaskProperties:
+    """The four properties that change the verdict on the same tool, read off its contract."""
+
+    reversible: bool
+    side_effect: bool
+    retry: Retry
+    self_checkable: bool
+
+    @classmethod
+    def of(cls, contract: Contract) -> "TaskProperties":
+        """Read the four properties off a contract.
+
+        A tool has a side effect when it writes a resource, cannot be undone, or is
+        not plainly safe to repeat: any one of these means a repeat changes the world.
+        """
+        side_effect = bool(contract.writes) or not contract.reversible or contract.retry is not Retry.SAFE
+        return cls(reversible=contract.reversible, side_effect=side_effect,
+                   retry=contract.retry, self_checkable=bool(contract.postconditions or contract.evidence))
+
+
+def required_safeguards(contract: Contract) -> tuple[str, ...]:
+    """The safeguards a contract's task properties call for; every call gets a call id."""
+    p = TaskProperties.of(contract)
+    needed = ["call id"]
+    if p.side_effect:
+        needed += ["idempotency key", "execution record"]
+    if not p.reversible and (contract.needs_approval or not p.self_checkable):
+        needed.append("human approval")
+    return tuple(needed)
+
+
+def lean_path(contract: Contract) -> bool:
+    """True when the call may skip the full state machine: read-only, reversible, safe to repeat."""
+    return required_safeguards(contract) == ("call id",)

@@ -1,0 +1,208 @@
+"""Execution records: one per call id, moving through an explicit state machine.
+
+A record answers "did the last run take effect?" after a timeout, a
+disconnect or a crash, and it is what an audit replays. The chapter's states
+are requested, approved, running, succeeded, failed, rejected and cancelled;
+two more make the uncertain cases explicit: ``timeout`` (the outcome is
+unknown) and ``awaiting_human`` (a person must decide).
+
+Every move must appear in ``TRANSITIONS``. A move that does not is a bug in
+the host (records are written by the host, never by a model), so it raises
+``IllegalTransition`` instead of being quietly accepted.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable, Iterable
+
+from toolkit.core.results import Status
+
+
+class RecordState(str, Enum):
+    REQUESTED = "requested"
+    APPROVED = "approved"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    REJECTED = "rejected"
+    CANCELLED = "cancelled"
+    TIMEOUT = "timeout"
+    AWAITING_HUMAN = "awaiting_human"
+
+
+S = RecordState
+#: The only moves a record may make. A move into ``running`` from ``failed`` or
+#: ``timeout`` is a retry (and is counted as one).
+TRANSITIONS: dict[RecordState, frozenset[RecordState]] = {
+    S.REQUESTED: frozenset({S.APPROVED, S.REJECTED, S.AWAITING_HUMAN, S.CANCELLED}),
+    S.AWAITING_HUMAN: frozenset({S.APPROVED, S.REJECTED, S.CANCELLED, S.SUCCEEDED, S.FAILED}),
+    S.APPROVED: frozenset({S.RUNNING, S.CANCELLED}),
+    # running -> rejected: the executor's own last check refused (e.g. a file swapped after approval);
+    # nothing happened, so it is a refusal, not a failure.
+    S.RUNNING: frozenset({S.SUCCEEDED, S.FAILED, S.REJECTED, S.TIMEOUT, S.CANCELLED}),
+    # failed: retried (running) under the host's controller, or escalated.
+    S.FAILED: frozenset({S.RUNNING, S.AWAITING_HUMAN}),
+    # timeout: the outcome is unknown. Reconcile from records (succeeded / failed),
+    # retry under the same key (running), or escalate.
+    S.TIMEOUT: frozenset({S.RUNNING, S.SUCCEEDED, S.FAILED, S.AWAITING_HUMAN, S.CANCELLED}),
+    S.SUCCEEDED: frozenset(),
+    S.REJECTED: frozenset(),
+    S.CANCELLED: frozenset(),
+}
+
+#: States a record may stop in for good.
+FINAL: frozenset[RecordState] = frozenset(s for s, nxt in TRANSITIONS.items() if not nxt)
+
+#: The record state a tool result's status lands in.
+FROM_STATUS: dict[Status, RecordState] = {
+    Status.SUCCEEDED: S.SUCCEEDED,
+    Status.RECOVERABLE_FAILURE: S.FAILED,
+    Status.FAILED: S.FAILED,
+    Status.REJECTED: S.REJECTED,
+    Status.TIMEOUT: S.TIMEOUT,
+    Status.CANCELLED: S.CANCELLED,
+}
+
+
+class IllegalTransition(Exception):
+    """A record was asked to make a move the transition table does not allow."""
+
+    def __init__(self, call_id: str, source: RecordState, target: RecordState):
+        allowed = ", ".join(sorted(s.value for s in TRANSITIONS[source])) or f"none: {source.value} is final"
+        super().__init__(f"{call_id}: cannot go from {source.value} to {target.value} (allowed: {allowed})")
+        self.call_id, self.source, self.target = call_id, source, target
+
+
+class Tick:
+    """A deterministic clock: 0, 1, 2, ... seconds (pass ``time.time`` for wall-clock time)."""
+
+    def __init__(self, start: float = 0.0, step: float = 1.0):
+        self._counter = itertools.count()
+        self.start, self.step = start, step
+
+    def __call__(self) -> float:
+        return self.start + self.step * next(self._counter)
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One move of a record: from, to, when, a short note (a reason, never a secret),
+    the retry count after the move, and the failure class for failed or rejected moves."""
+
+    source: RecordState | None
+    target: RecordState
+    at: float
+    note: str = ""
+    retry: int = 0
+    failure: str = ""
+
+    def line(self) -> str:
+        source = self.source.value if self.source else "-"
+        detail = ": ".join(x for x in (self.failure, self.note) if x)
+        note = f"  ({detail})" if detail else ""
+        return f"t={self.at:g}  {source} -> {self.target.value}{note}"
+
+
+Listener = Callable[["ExecutionRecord", Transition], None]
+
+
+@dataclass
+class ExecutionRecord:
+    """The life of one call: who asked, for which tool, with what (summarised), and every move.
+
+    ``summary`` is a redacted one-line argument summary; build records with
+    ``open_record`` so it is made by ``toolkit.core.redaction``. ``listener`` is told
+    of every transition (an audit log subscribes here).
+    """
+
+    call_id: str
+    initiator: str
+    tool: str
+    summary: str
+    clock: Callable[[], float] = field(default_factory=Tick, repr=False)
+    listener: Listener | None = field(default=None, repr=False)
+    transitions: list[Transition] = field(default_factory=list)
+    retries: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.transitions:
+            self._append(Transition(None, S.REQUESTED, self.clock()))
+
+    @property
+    def state(self) -> RecordState:
+        return self.transitions[-1].target
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL
+
+    def can(self, target: RecordState) -> bool:
+        return RecordState(target) in TRANSITIONS[self.state]
+
+    def move(self, target: RecordState | str, note: str = "", failure: str = "") -> Transition:
+        """Make one move; raises ``IllegalTransition`` if the table forbids it."""
+        target = RecordState(target)
+        source = self.state
+        if target not in TRANSITIONS[source]:
+            raise IllegalTransition(self.call_id, source, target)
+        if target is S.RUNNING and source in (S.FAILED, S.TIMEOUT):
+            self.retries += 1
+        return self._append(Transition(source, target, self.clock(), note, self.retries, failure))
+
+    def settle(self, status: Status, note: str = "", failure: str = "") -> Transition:
+        """Move to the state a ``ToolResult`` status stands for (see ``FROM_STATUS``)."""
+        return self.move(FROM_STATUS[Status(status)], note, failure)
+
+    def path(self) -> list[str]:
+        """The states visited, e.g. ``['requested', 'approved', 'running', 'succeeded']``."""
+        return [t.target.value for t in self.transitions]
+
+    def lines(self) -> list[str]:
+        return [t.line() for t in self.transitions]
+
+    def _append(self, transition: Transition) -> Transition:
+        self.transitions.append(transition)
+        if self.listener is not None:
+            self.listener(self, transition)
+        return transition
+
+
+def open_record(call: Any, initiator: str, contract: Any = None, clock: Callable[[], float] | None = None,
+                listener: Listener | None = None) -> ExecutionRecord:
+    """Start the record of ``call`` (a ``ToolCall``) in state ``requested``.
+
+    The argument summary is redacted field by field with the contract's
+    ``secret_fields`` and the secret-looking-name rule.
+    """
+    return ExecutionRecord(call.call_id, initiator, str(call.name),
+                           argument_summary(call.arguments, getattr(contract, "secret_fields", ())),
+                           clock or Tick(), listener)
+
+
+def argument_summary(arguments: Any, secret_fields: Iterable[str] = (), limit: int = 120) -> str:
+    """A redacted one-line summary of arguments as received.
+
+    Arguments that arrive as JSON text are parsed first so that redaction can
+    see the field names; text that does not parse is never copied (only its
+    length is kept), because a secret could hide anywhere inside it.
+    """
+    from toolkit.core.redaction import summarize
+    from toolkit.core.schema import parse_arguments
+
+    if isinstance(arguments, (str, bytes, bytearray)):
+        parsed, errors = parse_arguments(arguments)
+        if parsed is None:
+            return f"<unparsed arguments, {len(arguments)} chars>"
+        arguments = parsed
+    if not isinstance(arguments, dict):
+        return f"<{type(arguments).__name__} arguments>"
+    try:
+        return summarize(arguments, secret_fields, limit)
+    except (TypeError, ValueError, RecursionError):   # e.g. keys of mixed types: not JSON, not summarised
+        return f"<arguments that are not JSON, {len(arguments)} fields>"
+
+
+__all__ = ["ExecutionRecord", "FINAL", "FROM_STATUS", "IllegalTransition", "RecordState", "TRANSITIONS", "Tick",
+           "Transition", "argument_summary", "open_record"]

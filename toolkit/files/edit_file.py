@@ -1,0 +1,275 @@
+"""A real ``edit_file`` tool: replace one exact piece of text in one workspace file.
+
+The contract, as a card::
+
+    tool edit_file(file_path, old_text, new_text)
+      requires: caller has fs.write; file_path stays inside the workspace; the file
+                exists; old_text occurs exactly once; every import new_text
+                introduces is exported
+      ensures:  the file holds new_text where old_text was, and nothing else changed
+      retry:    unsafe
+      evidence: sha256 before and sha256 after
+
+**The schema.** A valid call has exactly the three string fields. The schema
+asks for them in two stages: ``file_path`` always, and ``old_text`` and
+``new_text`` as soon as a file is named (``if``/``then``). That accepts exactly
+the calls ``"required": [all three]`` would accept; only the feedback differs.
+A call that does not even name its file is told so first, together with every
+field it should not have sent, and each of those errors' hints lists the
+declared fields. ``required`` comes before ``additionalProperties`` in the
+schema because jsonschema reports errors in the order of the schema's keys.
+
+**Retry semantics: UNSAFE.** Running the same edit twice is not always
+harmless. Usually the second run is refused, because ``old_text`` no longer
+occurs; but when ``new_text`` contains ``old_text`` (inserting a line after an
+anchor, say) a blind retry applies the edit a second time. The declared fields
+leave no room for an idempotency key, so ``SAFE_WITH_KEY`` would be a promise
+the tool cannot keep. After a timeout, compare the file's hash with the
+evidence instead of retrying.
+
+The path guard here is the first rung of a ladder: lexical (no absolute paths,
+no ``..``) and then ``Path.resolve`` + ``is_relative_to``, which catches symlinks
+that point out of the workspace. A stricter rung opens the file component by
+component; this tool does not.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from toolkit.core.contracts import Condition, Contract, Retry
+from toolkit.core.errors import ToolError
+from toolkit.files.exports import check_claim, introduced_claims
+from toolkit.core.host import Tool
+from toolkit.core.results import FailureClass, Status, ToolFailure
+
+#: Largest file the tool will edit.
+MAX_FILE_BYTES = 1024 * 1024
+
+EDIT_FILE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["file_path"],
+    "if": {"required": ["file_path"]},
+    "then": {"required": ["old_text", "new_text"]},
+    "properties": {
+        "file_path": {"type": "string", "minLength": 1,
+                      "description": "path of the file, relative to the workspace, e.g. scripts/build_site.py"},
+        "old_text": {"type": "string", "minLength": 1,
+                     "description": "the exact text to replace; it must occur exactly once"},
+        "new_text": {"type": "string", "description": "the text that takes its place"},
+    },
+    "additionalProperties": False,
+}
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_sha256(path: Path | str) -> str:
+    """The sha256 of a file's bytes."""
+    return sha256_bytes(Path(path).read_bytes())
+
+
+def tree_digest(root: Path | str) -> str:
+    """One hash over every file under ``root`` (relative names and bytes): "did anything change?"."""
+    digest = hashlib.sha256()
+    base = Path(root)
+    for path in sorted(p for p in base.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(path.relative_to(base).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+# ------------------------------------------------------------------ the path
+def resolve_in_workspace(root: Path | str, file_path: Any) -> Path | ToolError:
+    """The real path ``file_path`` names inside ``root``, or the ``path_refused`` error saying why not."""
+    def refuse(message: str, hint: str = "give a path relative to the workspace, e.g. scripts/build_site.py"):
+        return ToolError("path_refused", "$.file_path", message, expected="a relative path inside the workspace",
+                         received=file_path if isinstance(file_path, str) else type(file_path).__name__,
+                         hint=hint, retryable=False)
+
+    if not isinstance(file_path, str) or not file_path:
+        return refuse("file_path must be a non-empty string")
+    if "\x00" in file_path:
+        return refuse("file_path contains a NUL byte")
+    candidate = Path(file_path)
+    if candidate.is_absolute():
+        return refuse("absolute paths are refused")
+    if ".." in candidate.parts:
+        return refuse("'..' is refused in file_path")
+    try:
+        base = Path(root).resolve()
+        real = (base / candidate).resolve()
+    except (OSError, RuntimeError, ValueError):  # symlink loops and friends
+        return refuse("file_path cannot be resolved")
+    if not real.is_relative_to(base):
+        return refuse("file_path resolves outside the workspace", hint="symlinks may not lead out of the workspace")
+    return real
+
+
+def _read_text(root: Path, args: dict) -> tuple[Path, str, str] | ToolError:
+    """``(real path, relative name, text)`` of the file the call names, or why it cannot be read."""
+    real = resolve_in_workspace(root, args.get("file_path"))
+    if isinstance(real, ToolError):
+        return ToolError("precondition_failed", "$.file_path", "not checked: file_path is refused",
+                         expected="a path the guard accepts", received=args.get("file_path"), retryable=False)
+    rel = real.relative_to(Path(root).resolve()).as_posix()
+    if not real.exists():
+        return ToolError("precondition_failed", "$.file_path", f"no such file: {rel}",
+                         expected="an existing regular file", received=rel, hint="check the path")
+    if not real.is_file():  # a directory, a FIFO (reading it would block), a device
+        return ToolError("precondition_failed", "$.file_path", f"{rel} is not a regular file",
+                         expected="an existing regular file", received=rel, retryable=False)
+    try:
+        if real.stat().st_size > MAX_FILE_BYTES:
+            return ToolError("precondition_failed", "$.file_path", f"{rel} is over {MAX_FILE_BYTES} bytes",
+                             expected=f"at most {MAX_FILE_BYTES} bytes", received=rel, retryable=False)
+        return real, rel, real.read_bytes().decode("utf-8")
+    except (UnicodeDecodeError, OSError):
+        return ToolError("precondition_failed", "$.file_path", f"{rel} is not readable UTF-8 text",
+                         expected="a UTF-8 text file", received=rel, retryable=False)
+
+
+def unique_offset(text: str, old_text: str) -> int | None:
+    """Where ``old_text`` starts if it occurs exactly once (overlaps counted), else None."""
+    first = text.find(old_text)
+    if first < 0 or not old_text or text.find(old_text, first + 1) >= 0:
+        return None
+    return first
+
+
+def module_name(rel: str) -> str:
+    """``scripts/build_site.py`` -> ``scripts.build_site`` (used for relative imports)."""
+    return ".".join(Path(rel).with_suffix("").parts)
+
+
+# ------------------------------------------------------------ the conditions
+def edit_file_contract(workspace: Path | str) -> Contract:
+    """The ``edit_file`` contract for one workspace directory."""
+    root = Path(workspace)
+
+    def inside_workspace(args: dict, world: Any) -> bool | ToolError:
+        found = resolve_in_workspace(root, args["file_path"])
+        return found if isinstance(found, ToolError) else True
+
+    def file_exists(args: dict, world: Any) -> bool | ToolError:
+        found = _read_text(root, args)
+        return found if isinstance(found, ToolError) else True
+
+    # The two conditions below read the file. When it cannot be read, file_exists
+    # already fails the Pre test and says why; they defer to it rather than repeat it.
+    def old_text_once(args: dict, world: Any) -> bool | ToolError:
+        found = _read_text(root, args)
+        if isinstance(found, ToolError):
+            return True
+        _, rel, text = found
+        if unique_offset(text, args["old_text"]) is not None:
+            return True
+        count = text.count(args["old_text"])
+        return ToolError("precondition_failed", "$.old_text", f"old_text occurs {count} times in {rel}",
+                         expected="exactly one occurrence", received=count,
+                         hint="read the file and quote a longer, unique piece of it" if count else
+                         "read the file first; old_text must be copied from it exactly")
+
+    # Module names resolve from the workspace root, as the build script's sys.path does.
+    def imports_exported(args: dict, world: Any) -> bool | ToolError:
+        found = _read_text(root, args)
+        if isinstance(found, ToolError):
+            return True
+        _, rel, text = found
+        offset = unique_offset(text, args["old_text"])
+        if not rel.endswith(".py") or offset is None:
+            return True  # not Python, or the edit is already refused by old_text_once
+        after = text[:offset] + args["new_text"] + text[offset + len(args["old_text"]):]
+        claims, errors = introduced_claims(text, after, module_name(rel))
+        if errors:
+            e = errors[0]
+            return ToolError("precondition_failed", "$.new_text", f"the edited {rel} would not parse "
+                             f"({e.pointer.removeprefix('code ')}: {e.message.removeprefix('does not parse: ')})",
+                             expected="an edit that leaves valid Python", received=e.received, hint=e.hint)
+        for claim in claims:
+            error = check_claim(claim, root)
+            if error is not None:
+                return error
+        return True
+
+    def replaced_once(args: dict, output: Any, world: Any) -> bool:
+        real = resolve_in_workspace(root, args["file_path"])
+        if isinstance(real, ToolError) or not isinstance(output, dict) or not real.is_file():
+            return False
+        now = real.read_bytes().decode("utf-8", errors="replace")
+        offset, new = output.get("offset", -1), args["new_text"]
+        undone = now[:offset] + args["old_text"] + now[offset + len(new):]
+        evidence = output.get("evidence", {})
+        return (0 <= offset and now[offset:offset + len(new)] == new
+                and sha256_bytes(undone.encode()) == evidence.get("sha256_before")
+                and sha256_bytes(now.encode()) == evidence.get("sha256_after"))
+
+    return Contract(
+        name="edit_file",
+        description="Replace one exact, unique piece of text in a workspace file with new text.",
+        schema=EDIT_FILE_SCHEMA,
+        permissions=("fs.write",),
+        guards=(Condition("inside_workspace", "file_path stays inside the workspace", inside_workspace),),
+        preconditions=(
+            Condition("file_exists", "the file exists", file_exists),
+            Condition("old_text_once", "old_text occurs exactly once", old_text_once),
+            Condition("imports_exported", "every import new_text introduces is exported", imports_exported),
+        ),
+        postconditions=(Condition("replaced_once", "the file holds new_text where old_text was, and nothing "
+                                  "else changed", replaced_once),),
+        cost=2.0, risk=6.0, reversible=True, retry=Retry.UNSAFE, risk_category="writes one workspace file",
+        evidence=("sha256 before", "sha256 after"),
+        reads=("file:{file_path}",), writes=("file:{file_path}",),
+    )
+
+
+# ------------------------------------------------------------------- the run
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write to a temporary file beside ``path``, then rename it over ``path`` (keeping its mode)."""
+    mode = path.stat().st_mode
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def make_edit_file(workspace: Path | str) -> Tool:
+    """The ``edit_file`` tool for one workspace: its contract and the code that carries it out.
+
+    The run checks again what it relies on (the path, and that ``old_text``
+    still occurs exactly once): the file may have changed since the host's check.
+    """
+    root = Path(workspace)
+    contract = edit_file_contract(root)
+
+    def run(args: dict, world: Any) -> dict[str, Any]:
+        found = _read_text(root, args)
+        if isinstance(found, ToolError):
+            raise ToolFailure(Status.REJECTED, "precondition_failed", found.message, FailureClass.PRECONDITION)
+        real, rel, text = found
+        old, new = args["old_text"], args["new_text"]
+        offset = unique_offset(text, old)
+        if offset is None:
+            raise ToolFailure(Status.REJECTED, "precondition_failed",
+                              f"{rel} changed since the check: old_text no longer occurs exactly once",
+                              FailureClass.PRECONDITION)
+        before = text.encode("utf-8")
+        after = (text[:offset] + new + text[offset + len(old):]).encode("utf-8")
+        _write_atomically(real, after)
+        return {"file_path": rel, "line": text.count("\n", 0, offset) + 1, "offset": offset, "replaced": 1,
+                "evidence": {"sha256_before": sha256_bytes(before), "sha256_after": sha256_bytes(after)}}
+
+    return Tool(contract, run)
+
+
+__all__ = ["EDIT_FILE_SCHEMA", "MAX_FILE_BYTES", "edit_file_contract", "file_sha256", "make_edit_file",
+           "module_name", "resolve_in_workspace", "sha256_bytes", "tree_digest", "unique_offset"]

@@ -1,0 +1,358 @@
+"""Agent-427's import failure, run for real.
+
+Agent-427 wants ``scripts/build_site.py`` to load the book's manifest through
+the shared module instead of parsing the JSON by hand. Its first proposal is
+two plausible claims, both wrong::
+
+    proposal.code:  from publication_manifest import load_manifest
+    proposal.tool:  edit_file({"path": "scripts/build_site.py",
+                               "patch": "use load_manifest(BOOK_DIR)"})
+
+The runtime checks both against the world as it is: the ``edit_file`` contract
+(``toolkit.core.legality.check``) refuses the fields, and the export reader
+(``toolkit.files.exports``) refuses the name, because ``publication_manifest``
+exports ``load_publication_manifest``. Nothing is edited. The refusal is an
+observation; the agent inspects the module's real exports and proposes again,
+with the declared fields and the exported name.
+
+Everything happens in a copy of the scenario folder (``copy_scenario``), so
+no run ever changes the files shipped with the package.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from toolkit.core.calls import ToolCall, request
+from toolkit.files.edit_file import file_sha256, make_edit_file
+from toolkit.core.errors import ToolError
+from toolkit.files.exports import Exports, check_imports, make_inspect_exports, read_exports
+from toolkit.files.constrained import CLOSE, Preferences
+from toolkit.core.host import Host, rejection
+from toolkit.core.loop import ScriptedPolicy, State, evaluate
+from toolkit.core.legality import Caller, Outcome, Test, Verdict
+from toolkit.core.results import Status, ToolResult
+
+#: The scenario folder shipped with the package (never edited; copy it first).
+SCENARIO = Path(__file__).resolve().parent / "scenarios" / "agent427"
+BUILD_SCRIPT = "scripts/build_site.py"
+MODULE = "publication_manifest"
+TASK = "make scripts/build_site.py load the manifest with the publication_manifest module"
+
+#: Agent-427's caller: it may read and write files in the workspace, nothing else.
+AGENT = Caller("agent-427", frozenset({"fs.read", "fs.write"}))
+
+#: The line of build_site.py that parses the manifest by hand (the line the edit replaces).
+OLD_TEXT = 'MANIFEST = json.loads((BOOK_DIR / "manifest.json").read_text(encoding="utf-8"))\n'
+
+
+def new_text(symbol: str) -> str:
+    """What Agent-427 puts in the line's place, using ``symbol`` as the loader's name."""
+    return f"from {MODULE} import {symbol}\n\nMANIFEST = {symbol}(BOOK_DIR)\n"
+
+
+# ------------------------------------------------------------------ the world
+def copy_scenario(destination: Path | str | None = None) -> Path:
+    """Copy the scenario into a fresh workspace directory and return its path.
+
+    Without a destination, a new temporary directory is made; runs therefore
+    never modify the package's own files.
+    """
+    target = Path(destination) if destination is not None else Path(tempfile.mkdtemp(prefix="agent427-")) / "workspace"
+    shutil.copytree(SCENARIO, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "site"))
+    return target
+
+
+def read_build_script(workspace: Path | str) -> str:
+    return (Path(workspace) / BUILD_SCRIPT).read_text(encoding="utf-8")
+
+
+def inspect_exports(workspace: Path | str, module: str = MODULE) -> Exports | ToolError:
+    """The module's real exported names, read (parsed, never imported) from the workspace."""
+    return read_exports(workspace, module)
+
+
+# ----------------------------------------------------------------- proposals
+@dataclass(frozen=True)
+class Proposal:
+    """What Agent-427 proposes: code it claims will work, and the tool call that would put it in place.
+
+    A proposal stands in for its tool call inside the interpreter loop
+    (``name``, ``arguments``, ``call_id``, ``summary``), so the host can check
+    the code and the call together.
+    """
+
+    code: str
+    call: ToolCall
+
+    @property
+    def name(self) -> str:
+        return self.call.name
+
+    @property
+    def arguments(self) -> Any:
+        return self.call.arguments
+
+    @property
+    def call_id(self) -> str:
+        return self.call.call_id
+
+    @property
+    def idempotency_key(self) -> str | None:
+        return self.call.idempotency_key
+
+    def summary(self) -> str:
+        return self.call.summary()
+
+
+def first_proposal(call_id: str = "call_1") -> Proposal:
+    """The chapter's calamity: an import the module does not export, and fields the tool does not declare."""
+    return Proposal(f"from {MODULE} import load_manifest",
+                    request("edit_file", {"path": BUILD_SCRIPT, "patch": "use load_manifest(BOOK_DIR)"}, call_id))
+
+
+def corrected_proposal(symbol: str = "load_publication_manifest", call_id: str = "call_3") -> Proposal:
+    """The proposal after the evidence: the exported name and the declared fields."""
+    return Proposal(f"from {MODULE} import {symbol}",
+                    request("edit_file", {"file_path": BUILD_SCRIPT, "old_text": OLD_TEXT,
+                                          "new_text": new_text(symbol)}, call_id))
+
+
+def agent427_preferences() -> Preferences:
+    """Agent-427's preferences in the chapter: it would rather write ``path``/``patch``, and ``load_manifest``."""
+    return Preferences(
+        keys={"path": 0.9, "patch": 0.8, CLOSE: 0.5, "file_path": 0.3, "old_text": 0.28, "new_text": 0.25},
+        values={
+            "path": {BUILD_SCRIPT: 0.9},
+            "patch": {"use load_manifest(BOOK_DIR)": 1.0},
+            "file_path": {BUILD_SCRIPT: 0.9, "build_site.py": 0.2},
+            "old_text": {OLD_TEXT: 0.9},
+            "new_text": {new_text("load_manifest"): 0.8, new_text("load_publication_manifest"): 0.3},
+        },
+    )
+
+
+# -------------------------------------------------------------- the validator
+@dataclass(frozen=True)
+class ValidatorReport:
+    """The validator's verdict on one proposal: the tool call's three tests, and the code's import claims.
+
+    The code's import errors belong to the business layer (an import of a name
+    that is not exported is a precondition the world does not meet), so they
+    join the ``Pre`` test of ``verdict``. They can be checked even when the
+    call's own arguments did not pass the schema.
+    """
+
+    proposal: Proposal
+    call_verdict: Verdict
+    code_errors: tuple[ToolError, ...]
+
+    @property
+    def verdict(self) -> Verdict:
+        if not self.code_errors:
+            return self.call_verdict
+        pre = self.call_verdict.pre
+        seen = {e.line() for e in pre.errors}
+        extra = tuple(e for e in self.code_errors if e.line() not in seen)   # one line per unexported name
+        merged = Test("Pre", Outcome.FAIL, pre.errors + extra)
+        v = self.call_verdict
+        return Verdict(v.call, v.schema_ok, v.auth_ok, merged, v.arguments)
+
+    @property
+    def errors(self) -> tuple[ToolError, ...]:
+        return self.verdict.errors
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict.legal == 1
+
+    def lines(self) -> list[str]:
+        """One line per error, ``<pointer>: <message>``, in layer order."""
+        return [e.line() for e in self.errors]
+
+    def transition(self) -> str:
+        return transition(self)
+
+
+def workspace_of(host: Host) -> Path:
+    """The workspace directory a host works in (its ``world``)."""
+    if not isinstance(host.world, (str, Path)):
+        raise TypeError("this host's world is not a workspace directory")
+    return Path(host.world)
+
+
+def validate(proposal: Proposal, host: Host | Path | str) -> ValidatorReport:
+    """Check a proposal without running anything: the call through its contract, the code through its imports.
+
+    ``host`` is the episode's host, or just a workspace directory (the episode's host is then built for it).
+    """
+    if not isinstance(host, Host):
+        host = episode_host(host)
+    call_verdict = Host.check(host, proposal.call)
+    code_errors = tuple(check_imports(proposal.code, workspace_of(host)))
+    return ValidatorReport(proposal, call_verdict, code_errors)
+
+
+class ProposalHost(Host):
+    """A host that checks a ``Proposal``'s code together with its call; plain calls are checked as usual."""
+
+    def check(self, call: Any) -> Verdict:
+        if isinstance(call, Proposal):
+            return validate(call, self).verdict
+        return super().check(call)
+
+    def execute(self, call: Any, verdict: Verdict | None = None) -> ToolResult:
+        """Run a proposal's tool call under the verdict that covered its code too."""
+        if not isinstance(call, Proposal):
+            return super().execute(call, verdict)
+        result = super().execute(call.call, verdict if verdict is not None else self.check(call))
+        self.log[-1] = replace(self.log[-1], call=call)   # the log keeps the whole proposal, code included
+        return result
+
+
+def episode_host(workspace: Path | str) -> ProposalHost:
+    """The host for the episode: ``edit_file`` and ``inspect_exports`` over one workspace, Agent-427 as caller."""
+    root = Path(workspace)
+    return ProposalHost.of([make_edit_file(root), make_inspect_exports(root)], AGENT, root)
+
+
+# ---------------------------------------------------------------- transitions
+#: The evidence each kind of error calls for, most specific first. Schema errors
+#: need none: their hints already list the declared fields.
+EVIDENCE_STEPS: tuple[tuple[str, str], ...] = (
+    ("symbol_not_exported", "inspect_exports"),
+    ("path_refused", "list_workspace"),
+    ("precondition_failed", "read_file"),
+    ("not_authorized", "escalate"),
+    ("approval_required", "ask_for_approval"),
+)
+
+
+def transition(outcome: ValidatorReport | ToolResult) -> str:
+    """The interpreter's next moves, read off a validation report or a tool result.
+
+    ``rejected_<first failing layer> -> observe(errors) -> <evidence step>``, e.g.
+    ``rejected_schema -> observe(errors) -> inspect_exports``.
+    """
+    result = outcome if isinstance(outcome, ToolResult) else (
+        rejection(outcome.verdict) if not outcome.ok else ToolResult(outcome.proposal.call_id, Status.SUCCEEDED))
+    if result.status is Status.SUCCEEDED:
+        return "legal -> execute -> observe(result)"
+    first = f"rejected_{result.failure_class.value}" if result.failure_class else result.status.value
+    codes = {e.code for e in result.errors}
+    step = next((s for code, s in EVIDENCE_STEPS if code in codes), "propose_again")
+    return f"{first} -> observe(errors) -> {step}"
+
+
+# ------------------------------------------------------------------ the policy
+def _rejection(state: State) -> ToolResult | None:
+    return next((o.result for o in state.observations if o.kind == "rejected"), None)
+
+
+def _unexported(result: ToolResult) -> ToolError | None:
+    return next((e for e in result.errors if e.code == "symbol_not_exported"), None)
+
+
+def inspect_step(state: State) -> ToolCall | None:
+    """Step two: read the rejection; if it names an unexported symbol, ask for the module's real exports."""
+    refused = state.last.result if state.last and state.last.kind == "rejected" else None
+    if refused is None or not transition(refused).endswith("inspect_exports"):
+        return None
+    error = _unexported(refused)
+    module = error.pointer.removeprefix("import ").rsplit(".", 1)[0]
+    return request("inspect_exports", {"module": module}, "call_2")
+
+
+def correct_step(state: State) -> Proposal | None:
+    """Step three: from the exports just read, take the name closest to the one wanted; propose again."""
+    refused, last = _rejection(state), state.last
+    if refused is None or last is None or not last.result.ok:
+        return None
+    wanted = _unexported(refused).received
+    names = last.result.output["names"]
+    symbol = difflib.get_close_matches(wanted, names, n=1, cutoff=0.0)
+    return corrected_proposal(symbol[0], "call_3") if symbol else None
+
+
+# ------------------------------------------------------------------ the episode
+@dataclass
+class Episode:
+    """A finished run: the workspace, the interpreter's final state, and the host's log."""
+
+    workspace: Path
+    state: State
+    host: ProposalHost
+    before: str
+    after: str
+
+    @property
+    def attempts(self) -> list:
+        return self.host.log
+
+    def diff(self) -> list[str]:
+        """The unified diff of build_site.py, with relative names only."""
+        return list(difflib.unified_diff(self.before.splitlines(keepends=True), self.after.splitlines(keepends=True),
+                                         f"a/{BUILD_SCRIPT}", f"b/{BUILD_SCRIPT}", n=1))
+
+    def transcript(self) -> str:
+        return "\n".join(transcript_lines(self))
+
+
+def run_agent427(workspace: Path | str | None = None) -> Episode:
+    """Run the whole episode through ``toolkit.core.loop.evaluate`` with a scripted policy."""
+    root = Path(workspace) if workspace is not None else copy_scenario()
+    host = episode_host(root)
+    before = read_build_script(root)
+    policy = ScriptedPolicy([first_proposal("call_1"), inspect_step, correct_step])
+    state = evaluate(State(TASK), policy, host)
+    return Episode(root, state, host, before, read_build_script(root))
+
+
+def format_call(call: Any, limit: int = 44) -> list[str]:
+    """A tool call in the chapter's layout, one argument per line; long values are cut with ``...``."""
+    args = call.arguments if isinstance(call.arguments, dict) else {"<arguments>": call.arguments}
+    head = f"{call.name}({{"
+    lines = []
+    for i, (key, value) in enumerate(args.items()):
+        text = value if isinstance(value, str) else json.dumps(value)
+        shown = json.dumps(text[:limit] + "..." if len(text) > limit else text, ensure_ascii=False)
+        lines.append(f"{head if i == 0 else ' ' * len(head)}{json.dumps(key)}: {shown}")
+    if not lines:
+        return [f"{call.name}({{}})"]
+    lines[-1] += "})"
+    lines[:-1] = [line + "," for line in lines[:-1]]
+    return lines
+
+
+def transcript_lines(episode: Episode) -> list[str]:
+    """The episode in the chapter's layout: proposal, validator, transition, evidence, corrected proposal, result."""
+    first, inspect, second = episode.attempts
+    out = ["proposal.code:", f"  {first.call.code}", "", "proposal.tool:"]
+    out += [f"  {line}" for line in format_call(first.call)]
+    out += ["", "validator:"] + [f"  {e.line()}" for e in first.result.errors]
+    out += ["", "transition:", f"  {transition(first.result)}", ""]
+    out += [f"inspect_exports({json.dumps(inspect.call.arguments)}):"]
+    exports = inspect.result.output or {}
+    out += [f"  {exports.get('module')} exports {', '.join(exports.get('names', []))} (rule: {exports.get('rule')})"]
+    out += ["", "corrected proposal:", f"  {second.call.code}"] + [f"  {line}" for line in format_call(second.call)]
+    out += ["", "validator:", "  " + ", ".join(f"{t.name} {t.outcome.value}" for t in second.verdict.tests)
+            + f": legal = {second.verdict.legal}"]
+    result = second.result
+    out += ["", "result:", f"  {result.status.value}: {BUILD_SCRIPT}"
+            + (f", line {result.output['line']} replaced" if result.ok else f" ({result.reason})")]
+    if result.ok:
+        evidence = result.evidence
+        out += [f"  sha256 before {evidence['sha256_before'][:12]}  after {evidence['sha256_after'][:12]}"]
+    out += ["", "interpreter:"] + [f"  {line}" for line in episode.state.transcript()]
+    return out
+
+
+__all__ = ["AGENT", "BUILD_SCRIPT", "EVIDENCE_STEPS", "Episode", "MODULE", "OLD_TEXT", "Proposal", "ProposalHost",
+           "ValidatorReport", "SCENARIO", "copy_scenario", "correct_step", "corrected_proposal", "episode_host",
+           "file_sha256", "first_proposal", "format_call", "inspect_exports", "inspect_step", "new_text",
+           "read_build_script", "run_agent427", "transcript_lines", "transition", "validate"]
