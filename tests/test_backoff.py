@@ -1,4 +1,5 @@
 """The retry controller: the chapter's step rule, its worked numbers, and the host's refusals."""
+import json
 import math
 import random
 
@@ -7,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
-from toolkit.effects import (Action, Jitter, RetryPolicy, RetryController, RetryState, idempotency_key, plan,
+from toolkit.core import carried_key
+from toolkit.effects import (Action, Jitter, RetryPolicy, RetryController, RetryState, plan,
                              retry_verdict, run_with_retries, step, walk)
 from toolkit.worlds import CREATE_INVOICE
 from toolkit.files import READ_FILE_SCHEMA
@@ -154,7 +156,12 @@ def test_timeout_retries_only_under_the_original_key():
     action, why = retry_verdict(CREATE_INVOICE, timeout, original, retry=invoice_call("invoice:order-431:v2"))
     assert action is Action.REFUSE and "original key" in why
     # a key given on the call itself counts as well as one inside the arguments
-    assert idempotency_key(tk.request("x", {}, call_id="c", idempotency_key="k-1")) == "k-1"
+    assert carried_key(tk.request("x", {}, call_id="c", idempotency_key="k-1")) == "k-1"
+    # arguments that arrive as JSON text carry their key too
+    assert carried_key(tk.request("create_invoice", json.dumps(ARGS), call_id="c"), CREATE_INVOICE) == KEY
+    assert carried_key(tk.request("x", {"idempotency_key": KEY}, call_id="c")) is None   # no field named: no key
+    clash = carried_key(tk.request("create_invoice", ARGS, call_id="c", idempotency_key="other"), CREATE_INVOICE)
+    assert isinstance(clash, tk.ToolError) and clash.code == "idempotency_conflict"
 
 
 def test_timeout_of_a_safe_read_may_be_retried():

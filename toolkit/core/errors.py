@@ -91,6 +91,11 @@ class ToolError:
         return data
 
 
+def shorten(text: str, limit: int = 80, tail: str = "...") -> str:
+    """``text`` cut to at most ``limit`` characters, ending in ``tail`` when something was cut."""
+    return text if len(text) <= limit else text[: limit - len(tail)] + tail
+
+
 def pointer_for(path: tuple | list) -> str:
     """Render a path of keys and indexes as a JSON path: ``("lines", 0, "qty")`` -> ``$.lines[0].qty``."""
     out = "$"

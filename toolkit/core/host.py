@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable
 from toolkit.core.calls import ToolCall
 from toolkit.core.contracts import Contract
 from toolkit.core.errors import ToolError
-from toolkit.core.legality import Caller, Outcome, Verdict, check
+from toolkit.core.legality import LAYER_OF, Caller, Outcome, Verdict, check
 from toolkit.core.results import FailureClass, Status, ToolFailure, ToolResult
 from toolkit.core.redaction import scrub, secret_values
 
@@ -41,15 +41,11 @@ class Attempt:
     result: ToolResult
 
 
-_LAYER_CLASS = {"schema_ok": FailureClass.SCHEMA, "auth_ok": FailureClass.AUTHORIZATION,
-                "Pre": FailureClass.PRECONDITION}
-
-
 def rejection(verdict: Verdict) -> ToolResult:
     """The result for a refused call: status rejected, class of the first failing layer."""
     first = next((t for t in verdict.tests if t.outcome is Outcome.FAIL), verdict.schema_ok)
     errors = verdict.errors
-    return ToolResult(verdict.call.call_id, Status.REJECTED, failure_class=_LAYER_CLASS[first.name],
+    return ToolResult(verdict.call.call_id, Status.REJECTED, failure_class=LAYER_OF[first.name].failure_class,
                       reason=errors[0].code if errors else "rejected", errors=errors)
 
 

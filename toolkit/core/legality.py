@@ -17,6 +17,7 @@ from typing import Any, Iterable
 from toolkit.core.calls import ToolCall
 from toolkit.core.contracts import Condition, Contract
 from toolkit.core.errors import ToolError
+from toolkit.core.results import FailureClass
 from toolkit.core.schema import parse_arguments, schema_errors
 
 
@@ -43,6 +44,25 @@ class Test:
     @property
     def bit(self) -> int:
         return self.outcome.bit
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One validation layer: the test that stands for it, its name, and the class a refusal there is given."""
+
+    test: str
+    name: str
+    failure_class: FailureClass
+
+
+#: The layer map: the three validation layers in the order they run. Every table that
+#: names a test's layer or failure class (host, audit, metrics, panels) reads it from here.
+LAYERS = (
+    Layer("schema_ok", "schema", FailureClass.SCHEMA),
+    Layer("auth_ok", "permission", FailureClass.AUTHORIZATION),
+    Layer("Pre", "business", FailureClass.PRECONDITION),
+)
+LAYER_OF: dict[str, Layer] = {layer.test: layer for layer in LAYERS}
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from toolkit.core.calls import ToolCall
 from toolkit.core.contracts import Contract, Retry
 from toolkit.core.errors import ToolError
 from toolkit.core.host import Host, rejection
+from toolkit.core.keys import carried_key
 from toolkit.core.legality import Verdict
 from toolkit.core.results import FailureClass, Status, ToolResult
 
@@ -90,20 +91,12 @@ def contract_allows(host: Host, proposal: ToolCall) -> Verdict:
 
 
 def ledger_key(proposal: ToolCall, contract: Contract | None, arguments: Any) -> str | ToolError:
-    """The idempotency key that names this attempt, or the error when it is ambiguous.
+    """The ledger's name for this attempt: the key the call carries, else its call id.
 
-    The key may travel beside the call (``proposal.idempotency_key``) or inside the
-    arguments (the field the contract names, e.g. ``idempotency_key`` for
-    ``create_invoice``). If both are given they must agree. A call with neither is
-    keyed by its call id, so a retry without the original key is, visibly, a new proposal.
+    A call with no key is keyed by its call id, so a retry without the original
+    key is, visibly, a new proposal. Two keys that disagree are an error.
     """
-    field = contract.idempotency_field if contract is not None else ""
-    inside = arguments.get(field) if field and isinstance(arguments, dict) else None
-    beside = proposal.idempotency_key
-    if beside and inside and beside != inside:
-        return ToolError("idempotency_conflict", f"$.{field}", "the call's key and its arguments' key disagree",
-                         expected=beside, received=inside, hint="send one key, the original one", retryable=False)
-    return beside or inside or proposal.call_id
+    return carried_key(proposal, contract, arguments) or proposal.call_id
 
 
 def invoke_with_ledger(host: Host, proposal: ToolCall, ledger: Any = None,

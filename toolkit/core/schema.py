@@ -14,7 +14,7 @@ import re
 from functools import lru_cache
 from typing import Any, Iterable, Mapping
 
-from toolkit.core.errors import ToolError, pointer_for
+from toolkit.core.errors import ToolError, pointer_for, shorten
 from toolkit.core.redaction import redact
 
 MAX_ARGUMENT_BYTES = 256 * 1024
@@ -67,7 +67,7 @@ def parse_arguments(raw: Any) -> tuple[dict | None, list[ToolError]]:
                                     hint="send each argument once")]
         except (ValueError, RecursionError) as exc:
             return None, [ToolError("invalid_json", "$", "arguments are not valid JSON",
-                                    expected="a complete JSON object", received=_short(str(exc)),
+                                    expected="a complete JSON object", received=shorten(str(exc)),
                                     hint="send one complete JSON object")]
     if not isinstance(raw, dict):
         return None, [ToolError("not_an_object", "$", "arguments must be a JSON object",
@@ -123,10 +123,6 @@ def _measure(value: Any) -> tuple[int, int, bool]:
         else:
             return depth, size, False
     return depth, size, True
-
-
-def _short(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def json_type(value: Any) -> str:
@@ -218,7 +214,7 @@ def _translate(error: Any, secret_fields: tuple[str, ...]) -> list[ToolError]:
                           hint=f"send {field or 'the value'} as {error.validator_value}")]
     if kind in ("enum", "const"):
         allowed = error.validator_value if kind == "enum" else [error.validator_value]
-        return [ToolError("enum", here, f"{_short(repr(received))} is not one of {allowed}",
+        return [ToolError("enum", here, f"{shorten(repr(received))} is not one of {allowed}",
                           expected=list(allowed), received=received,
                           hint="choose one of: " + ", ".join(map(str, allowed)))]
     if kind == "pattern":
@@ -229,6 +225,6 @@ def _translate(error: Any, secret_fields: tuple[str, ...]) -> list[ToolError]:
                           expected=f"{kind} {error.validator_value}", received=received)]
     if kind in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
         return [ToolError("length", here, f"violates {kind} {error.validator_value}",
-                          expected=f"{kind} {error.validator_value}", received=_short(repr(received)))]
+                          expected=f"{kind} {error.validator_value}", received=shorten(repr(received)))]
     return [ToolError("schema_violation", here, f"violates {kind}", expected=kind,
-                      received=_short(repr(received)))]
+                      received=shorten(repr(received)))]

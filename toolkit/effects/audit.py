@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from toolkit.effects.records import ExecutionRecord, RecordState, Tick, Transition, open_record
-from toolkit.core.redaction import REDACTED, TOKEN_SHAPES, secret_values
+from toolkit.core import LAYER_OF
+from toolkit.core import REDACTED, TOKEN_SHAPES, secret_values
 
 GENESIS = "0" * 64
 
@@ -120,7 +121,7 @@ class AuditLog:
     def track(self, call: Any, initiator: str, contract: Any = None) -> ExecutionRecord:
         """Open the execution record of ``call``; each of its transitions is logged as it happens."""
         secret_fields = getattr(contract, "secret_fields", ())
-        from toolkit.core.schema import parse_arguments
+        from toolkit.core import parse_arguments
 
         arguments = call.arguments
         if isinstance(arguments, (str, bytes, bytearray)):
@@ -253,14 +254,14 @@ def run_audited(host: Any, call: Any, log: AuditLog, initiator: str, controller:
     ``awaiting_human``. Returns the call's execution record.
     """
     from toolkit.effects.backoff import Action, RetryController, run_with_retries
-    from toolkit.core.results import Status
+    from toolkit.core import Status
 
     contract = host.contract(call.name)
     record = log.track(call, initiator, contract)
     verdict = host.check(call)
     if not verdict.legal:
         result = host.execute(call, verdict)
-        blocked = ",".join(_LAYER_CLASS[name] for name in verdict.blocked_by) or _klass(result)
+        blocked = ",".join(LAYER_OF[name].failure_class.value for name in verdict.blocked_by) or _klass(result)
         record.move(RecordState.REJECTED, result.reason, blocked)
         return record
     if contract is not None and contract.needs_approval:
@@ -289,10 +290,6 @@ def run_audited(host: Any, call: Any, log: AuditLog, initiator: str, controller:
 
     run_with_retries(host, call, controller, ask=ask, on_try=on_try, sleep=sleep)
     return record
-
-
-#: The failure class each of the three tests stands for; a rejection logs every failing one.
-_LAYER_CLASS = {"schema_ok": "schema", "auth_ok": "authorization", "Pre": "precondition"}
 
 
 def _klass(result: Any) -> str:

@@ -39,9 +39,10 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Callable, Iterable, Mapping
 
-from toolkit.core.calls import ToolCall
-from toolkit.core.contracts import Contract, Retry
-from toolkit.core.results import FailureClass, Status, ToolResult
+from toolkit.core import ToolCall
+from toolkit.core import Contract, Retry
+from toolkit.core import carried_key
+from toolkit.core import FailureClass, Status, ToolResult
 
 
 class Jitter(str, Enum):
@@ -195,16 +196,6 @@ NEVER_RETRY: frozenset[FailureClass] = frozenset({
     FailureClass.SCHEMA, FailureClass.AUTHORIZATION, FailureClass.PRECONDITION, FailureClass.POSTCONDITION})
 
 
-def idempotency_key(call: ToolCall) -> str | None:
-    """The call's idempotency key: the call's own field, else an ``idempotency_key`` argument."""
-    if call.idempotency_key:
-        return call.idempotency_key
-    if isinstance(call.arguments, Mapping):
-        key = call.arguments.get("idempotency_key")
-        return key if isinstance(key, str) and key else None
-    return None
-
-
 def retry_verdict(contract: Contract | None, result: ToolResult, original: ToolCall,
                   retry: ToolCall | None = None,
                   never_retry: Iterable[FailureClass] = NEVER_RETRY) -> tuple[Action, str]:
@@ -232,7 +223,8 @@ def retry_verdict(contract: Contract | None, result: ToolResult, original: ToolC
         return Action.REFUSE, "a retry must be the same tool; a different tool is a new proposal"
     if contract is None:
         return Action.REFUSE, f"no contract for {original.name!r}; cannot tell whether a retry is safe"
-    key, again = idempotency_key(original), idempotency_key(retry)
+    key, again = carried_key(original, contract), carried_key(retry, contract)
+    key, again = (k if isinstance(k, str) else None for k in (key, again))   # disagreeing keys count as none
     if contract.retry is Retry.UNSAFE:
         return Action.ESCALATE, "the effect is not safe to repeat (retry: unsafe); check the record or ask a human"
     if contract.retry is Retry.SAFE_WITH_KEY:
@@ -344,4 +336,4 @@ def run_with_retries(host: Any, call: ToolCall, controller: RetryController,
 
 
 __all__ = ["Action", "RetryDecision", "Jitter", "NEVER_RETRY", "RetryPolicy", "RetryController", "RetryState", "Try",
-           "idempotency_key", "plan", "retry_verdict", "run_with_retries", "step", "walk"]
+           "plan", "retry_verdict", "run_with_retries", "step", "walk"]

@@ -34,8 +34,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Protocol, TypeVar, runtime_checkable
 
-from toolkit.core.errors import ToolError, pointer_for
-from toolkit.core.results import FailureClass, Status, ToolFailure, ToolResult
+from toolkit.core import ToolError, pointer_for
+from toolkit.core import FailureClass, Status, ToolFailure, ToolResult
 
 Y = TypeVar("Y")
 

@@ -24,8 +24,9 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from toolkit.core.contracts import Condition
-from toolkit.core.results import FailureClass, Status, ToolFailure
+from toolkit.core import LAYER_OF
+from toolkit.core import Condition
+from toolkit.core import FailureClass, Status, ToolFailure
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,6 @@ def rows_from_attempts(attempts: Iterable[Any], task_of: Any = None) -> list[Cal
     """
     from toolkit.effects.records import FROM_STATUS
 
-    layer = {"schema_ok": "schema", "auth_ok": "authorization", "Pre": "precondition"}
     grouped: dict[str, list[Any]] = {}
     for a in attempts:
         grouped.setdefault(a.call.call_id, []).append(a)
@@ -180,7 +180,7 @@ def rows_from_attempts(attempts: Iterable[Any], task_of: Any = None) -> list[Cal
     for call_id, group in grouped.items():
         failures: list[str] = []
         for a in group:
-            classes = [layer[name] for name in a.verdict.blocked_by]
+            classes = [LAYER_OF[name].failure_class.value for name in a.verdict.blocked_by]
             if a.result.failure_class is not None:
                 classes.append(a.result.failure_class.value)
             for klass in classes:
@@ -266,7 +266,7 @@ def _amount_matches(arguments: dict, output: Any, world: Any) -> bool:
 
 def invoice_contract() -> Any:
     """``create_invoice`` with one more promise: the invoice bills the amount asked for."""
-    from toolkit.worlds.catalog import CREATE_INVOICE
+    from toolkit.worlds import CREATE_INVOICE
 
     return replace(CREATE_INVOICE, postconditions=CREATE_INVOICE.postconditions + (
         Condition("amount_matches", "the invoice bills the requested amount", _amount_matches),))
@@ -325,9 +325,9 @@ def simulate_log(calls: int = 200, schema_errors: int = 6, seed: int = 7, guarde
     """
     from toolkit.effects.audit import AuditLog, run_audited
     from toolkit.effects.backoff import RetryPolicy, RetryController
-    from toolkit.core.calls import request
-    from toolkit.core.host import Host, Tool
-    from toolkit.core.legality import Caller
+    from toolkit.core import request
+    from toolkit.core import Host, Tool
+    from toolkit.core import Caller
 
     rng = random.Random(seed)
     world = Billing(seed=seed)
@@ -379,9 +379,9 @@ def drift(windows: int = 8, calls_per_window: int = 200, seed: int = 5, start: f
     real validator decides what is a violation and the rate is read from the
     host's log. Returns plain rows for a table or a plot.
     """
-    from toolkit.core.calls import request
-    from toolkit.core.host import Host, Tool
-    from toolkit.core.legality import Caller
+    from toolkit.core import request
+    from toolkit.core import Host, Tool
+    from toolkit.core import Caller
 
     rng = random.Random(seed)
     out = []

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Iterable
 
-from toolkit.core.results import Status
+from toolkit.core import Status
 
 
 class RecordState(str, Enum):
@@ -188,8 +188,8 @@ def argument_summary(arguments: Any, secret_fields: Iterable[str] = (), limit: i
     see the field names; text that does not parse is never copied (only its
     length is kept), because a secret could hide anywhere inside it.
     """
-    from toolkit.core.redaction import summarize
-    from toolkit.core.schema import parse_arguments
+    from toolkit.core import summarize
+    from toolkit.core import parse_arguments
 
     if isinstance(arguments, (str, bytes, bytearray)):
         parsed, errors = parse_arguments(arguments)

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Callable
 
-from toolkit.core.calls import ToolCall
-from toolkit.core.errors import ToolError
+from toolkit.core import carried_key
+from toolkit.core import ToolCall
+from toolkit.core import ToolError
 from toolkit.effects.ledger import canonical_json
-from toolkit.core.results import NEXT_STEP, FailureClass, Status, ToolResult
-from toolkit.core.schema import parse_arguments
+from toolkit.core import NEXT_STEP, FailureClass, Status, ToolResult
+from toolkit.core import parse_arguments
 
 
 class RemoteTimeout(Exception):
@@ -102,21 +103,14 @@ def _same_arguments(a: Any, b: Any) -> bool:
         return pa == pb
 
 
-def _key(call: ToolCall, contract: Any) -> str | None:
-    """The key a call carries: beside it, or inside its arguments in the contract's key field."""
-    field = getattr(contract, "idempotency_field", "")
-    inside = call.arguments.get(field) if field and isinstance(call.arguments, dict) else None
-    return call.idempotency_key or inside
-
-
 def classify_retry(original: ToolCall, retry: ToolCall, contract: Any = None) -> RetryKind:
     """A retry without the original key is a new proposal; with it, an inquiry.
 
     Pass the tool's ``contract`` when the key travels inside the arguments
     (``create_invoice``'s ``idempotency_key``), so it is read from there too.
     """
-    first = _key(original, contract)
-    if not first or _key(retry, contract) != first:
+    first, again = carried_key(original, contract), carried_key(retry, contract)
+    if not isinstance(first, str) or again != first:
         return RetryKind.NEW_PROPOSAL
     if retry.name != original.name or not _same_arguments(retry.arguments, original.arguments):
         return RetryKind.CONFLICT

@@ -4,8 +4,7 @@ from toolkit.files.constrained import (CLOSE, compare_masking, effective_require
 from toolkit.files.edit_file import (edit_file_contract, EDIT_FILE_SCHEMA, file_sha256, make_edit_file,
     MAX_FILE_BYTES, module_name, resolve_in_workspace, sha256_bytes, tree_digest, unique_offset)
 from toolkit.files.exports import (check_claim, check_imports, exported_names, Exports, find_module, import_claims,
-    ImportClaim, INSPECT_EXPORTS_SCHEMA, introduced_claims, make_inspect_exports, MAX_MODULE_BYTES, read_exports,
-    RULE_ALL, RULE_PUBLIC, workspace_modules)
+    ImportClaim, introduced_claims, make_inspect_exports, read_exports, RULE_ALL, RULE_PUBLIC, workspace_modules)
 from toolkit.files.read_file import (allowed_extensions, common_errors, DESCRIPTION, EVIDENCE_MATCHES,
     existing_file, LAYERS, make_read_file, path_guard, READ_FILE, READ_FILE_SCHEMA, refused)
 from toolkit.files.witness import files_opened, Open, recording_opens

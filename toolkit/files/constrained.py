@@ -30,8 +30,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from toolkit.core.errors import ToolError
-from toolkit.core.schema import compile_schema, parse_arguments
+from toolkit.core import ToolError, shorten
+from toolkit.core import compile_schema, parse_arguments
 
 CLOSE = "}"
 
@@ -137,7 +137,7 @@ class TokenChoice:
         return self.allowed is not None and self.wanted != self.chosen
 
     def line(self) -> str:
-        shown = lambda v: v if self.kind == "key" else _short(json.dumps(v))
+        shown = lambda v: v if self.kind == "key" else shorten(json.dumps(v), 40, '..."')
         allowed = "" if self.allowed is None else f"; mask allowed {', '.join(map(str, map(shown, self.allowed)))}"
         return f"token {self.position}: model wanted {shown(self.wanted)}{allowed}; wrote {shown(self.chosen)}"
 
@@ -260,19 +260,16 @@ def _pick(scores: Mapping[Any, float], rng: random.Random | None, temperature: f
     return rng.choices(list(scores), weights=weights, k=1)[0]
 
 
-def _short(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[: limit - 4] + '..."'
-
-
 # ------------------------------------------------------------------ comparing
 def compare_masking(preferences: Preferences, schema: Mapping[str, Any], max_tokens: int = 64,
             cut: int = 8) -> list[str]:
     """Unmasked vs masked for the same preferences, as printable lines."""
     free, short, masked = (generate(preferences, None, max_tokens), generate(preferences, None, cut),
                            generate(preferences, schema, max_tokens))
-    lines = [f"unmasked:            {_short(free.text, 90)}",
+    cut_mark = '..."'
+    lines = [f"unmasked:            {shorten(free.text, 90, cut_mark)}",
              f"unmasked, {cut} tokens: {short.text}   <- {short.stopped}: no closing brace",
-             f"masked:              {_short(masked.text, 90)}", "mask interventions:"]
+             f"masked:              {shorten(masked.text, 90, cut_mark)}", "mask interventions:"]
     return lines + [f"  {line}" for line in masked.interventions()]
 
 

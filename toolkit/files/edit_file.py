@@ -40,11 +40,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from toolkit.core.contracts import Condition, Contract, Retry
-from toolkit.core.errors import ToolError
+from toolkit.core import Condition, Contract, Retry
+from toolkit.core import ToolError
 from toolkit.files.exports import check_claim, introduced_claims
-from toolkit.core.host import Tool
-from toolkit.core.results import FailureClass, Status, ToolFailure
+from toolkit.core import Tool
+from toolkit.core import FailureClass, Status, ToolFailure
 
 #: Largest file the tool will edit.
 MAX_FILE_BYTES = 1024 * 1024

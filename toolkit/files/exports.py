@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit.core.contracts import Condition, Contract, Retry
-from toolkit.core.errors import ToolError
-from toolkit.core.host import Tool
+from toolkit.core import Condition, Contract, Retry
+from toolkit.core import ToolError
+from toolkit.core import Tool
 
 RULE_ALL = "__all__"
 RULE_PUBLIC = "public top-level names"
@@ -300,7 +300,7 @@ def make_inspect_exports(workspace: Path | str) -> Tool:
     def run(args: dict, world: Any) -> dict[str, Any]:
         found = read_exports(root, args["module"])
         if isinstance(found, ToolError):  # the file changed since the check
-            from toolkit.core.results import FailureClass, Status, ToolFailure
+            from toolkit.core import FailureClass, Status, ToolFailure
             raise ToolFailure(Status.FAILED, found.code, found.message, FailureClass.PRECONDITION)
         return found.to_dict()
 

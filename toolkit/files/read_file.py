@@ -28,10 +28,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable
 
-from toolkit.core.contracts import Condition, Contract, Retry
-from toolkit.core.errors import ToolError
-from toolkit.core.host import Tool
-from toolkit.core.results import Status, ToolFailure
+from toolkit.core import Condition, Contract, Retry
+from toolkit.core import ToolError
+from toolkit.core import Tool
+from toolkit.core import Status, ToolFailure
 from toolkit.files.workspace import MAX_BYTES, PathRefused, Workspace, describe_entry, shown
 
 #: The layers a contract can carry; all are on unless a lesson cuts one.
@@ -198,8 +198,8 @@ def common_errors(workspace: Path | str | Workspace) -> list[dict[str, str]]:
     Each row: the error, the example call, the error code, the pointer, and
     what goes back to the model (the structured error's message and hint).
     """
-    from toolkit.core.host import Host
-    from toolkit.core.calls import request
+    from toolkit.core import Host
+    from toolkit.core import request
 
     host = Host.of([make_read_file(workspace)])
     cases = [

@@ -57,8 +57,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
-from toolkit.core.errors import ToolError
-from toolkit.core.results import FailureClass
+from toolkit.core import ToolError
+from toolkit.core import FailureClass
 
 #: Largest file rung 3 will read, in bytes.
 MAX_BYTES = 1_000_000
@@ -151,7 +151,7 @@ def shown(path: object, limit: int = 60) -> str:
 
 
 def _type_name(value: object) -> str:
-    from toolkit.core.schema import json_type
+    from toolkit.core import json_type
 
     return json_type(value)
 

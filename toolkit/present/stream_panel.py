@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from toolkit.core import ToolCall
+from toolkit.core import ToolCall, shorten
 from toolkit.wire import AnthropicStream, OpenAIStream, Preview
 from toolkit.wire import Refusal, fixture
 from toolkit.present.text_view import pre_html
@@ -55,9 +55,9 @@ def _data(chunk: str) -> tuple[str, str]:
     return event, "\n".join(data)
 
 
-def _short(text: Any, limit: int = 40) -> str:
+def _quoted(text: Any, limit: int = 40) -> str:
     shown = repr(text)
-    return shown if len(shown) <= limit else shown[: limit - 4] + "..." + shown[0]   # keep the quote it opened
+    return shorten(shown, limit, "..." + shown[0])   # keep the quote it opened
 
 
 def describe_chunk(vendor: str, chunk: str, seen: dict[int, tuple[Any, Any]]) -> str:
@@ -76,7 +76,7 @@ def describe_chunk(vendor: str, chunk: str, seen: dict[int, tuple[Any, Any]]) ->
             return _describe_openai(payload, seen)
         return _describe_anthropic(event, payload, seen)
     except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError):
-        return f"unreadable chunk {_short(chunk.strip(), 30)}"
+        return f"unreadable chunk {_quoted(chunk.strip(), 30)}"
 
 
 def _describe_openai(payload: dict, seen: dict[int, tuple[Any, Any]]) -> str:
@@ -84,7 +84,7 @@ def _describe_openai(payload: dict, seen: dict[int, tuple[Any, Any]]) -> str:
     for choice in payload.get("choices", []):
         delta = choice.get("delta") or {}
         if delta.get("content"):
-            parts.append(f"text += {_short(delta['content'])}")
+            parts.append(f"text += {_quoted(delta['content'])}")
         for piece in delta.get("tool_calls") or []:
             index = piece.get("index")
             function = piece.get("function") or {}
@@ -96,7 +96,7 @@ def _describe_openai(payload: dict, seen: dict[int, tuple[Any, Any]]) -> str:
                     seen[index] = ident
                     parts.append(f"call #{index} starts: {ident[1]} (id {ident[0]})")
             if function.get("arguments"):
-                parts.append(f"call #{index} arguments += {_short(function['arguments'])}")
+                parts.append(f"call #{index} arguments += {_quoted(function['arguments'])}")
         if choice.get("finish_reason") is not None:
             parts.append(f"finish_reason {choice['finish_reason']!r}")
     if "error" in payload:
@@ -116,9 +116,9 @@ def _describe_anthropic(event: str, payload: dict, seen: dict[int, tuple[Any, An
     if kind == "content_block_delta":
         delta = payload.get("delta") or {}
         if delta.get("type") == "input_json_delta":
-            return f"block #{index} arguments += {_short(delta.get('partial_json'))}"
+            return f"block #{index} arguments += {_quoted(delta.get('partial_json'))}"
         if delta.get("type") == "text_delta":
-            return f"block #{index} text += {_short(delta.get('text'))}"
+            return f"block #{index} text += {_quoted(delta.get('text'))}"
         return f"block #{index} {delta.get('type')}"
     if kind == "content_block_stop":
         return f"block #{index} closed"

@@ -39,11 +39,11 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from toolkit.core.calls import ToolCall
-from toolkit.core.contracts import Contract
-from toolkit.core.errors import ToolError
-from toolkit.core.results import FailureClass, Status, ToolResult
-from toolkit.core.schema import parse_arguments
+from toolkit.core import ToolCall
+from toolkit.core import Contract
+from toolkit.core import ToolError
+from toolkit.core import FailureClass, Status, ToolResult
+from toolkit.core import parse_arguments
 from toolkit.wire.streaming import not_a_call
 
 #: Something that runs one call and returns its result, e.g. ``host.execute``.

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from toolkit.core import schema
-from toolkit.core.calls import ToolCall
-from toolkit.core.errors import ToolError, pointer_for
+from toolkit.core import ToolCall
+from toolkit.core import ToolError, pointer_for
 from toolkit.core.host import not_a_call  # noqa: F401  (re-exported: a preview handed to an executor)
 from toolkit.wire.vendors import IdMap, Refusal
 

@@ -29,11 +29,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from toolkit.core.calls import CallIds, ToolCall
-from toolkit.core.contracts import Contract, Retry
-from toolkit.core.errors import ToolError
-from toolkit.core.results import FailureClass, Status, ToolResult
-from toolkit.core.schema import parse_arguments
+from toolkit.core import CallIds, ToolCall
+from toolkit.core import Contract, Retry
+from toolkit.core import ToolError
+from toolkit.core import FailureClass, Status, ToolResult
+from toolkit.core import parse_arguments
 
 VENDORS = ("openai", "anthropic", "mcp")
 _SAFE_ID = re.compile(r"[a-zA-Z0-9_-]+")
@@ -152,10 +152,10 @@ class Refusal:
 
 
 def _invalid(pointer: str, message: str, received: Any = None, hint: str = "") -> ToolError:
-    return ToolError("invalid_call", pointer, message, received=_short(received), hint=hint, retryable=True)
+    return ToolError("invalid_call", pointer, message, received=_summary_of(received), hint=hint, retryable=True)
 
 
-def _short(value: Any, limit: int = 60) -> Any:
+def _summary_of(value: Any, limit: int = 60) -> Any:
     if isinstance(value, str) and len(value) > limit:
         return value[: limit - 3] + "..."
     if isinstance(value, (dict, list)):

@@ -2,13 +2,12 @@
 from toolkit.worlds.agent427 import (AGENT, agent427_preferences, BUILD_SCRIPT, copy_scenario, correct_step,
     corrected_proposal, Episode, episode_host, EVIDENCE_STEPS, first_proposal, format_call, inspect_exports,
     inspect_step, MODULE, new_text, OLD_TEXT, Proposal, ProposalHost, read_build_script, run_agent427, SCENARIO,
-    TASK, transcript_lines, transition, validate, ValidatorReport, workspace_of)
+    transcript_lines, transition, validate, ValidatorReport)
 from toolkit.worlds.billing_service import (billing_main, BillingClient, BillingProcess, BillingServer,
     BillingService, check_invoice, default_start_method, FIRST_NUMBER, INVOICES_INDEX, INVOICES_SCHEMA,
     issue_invoice, list_invoices, LOOPBACK, MAX_BODY, open_books, serve, start, trace_sentence)
 from toolkit.worlds.catalog import Books, CREATE_INVOICE
-from toolkit.worlds.crash import (agent, crash_main, crash_matrix, CRASH_POINTS, EventLog, KEY, KILLED,
-    matrix_table, MODES, ORDER, race, RETRY_TEXT, run_scenario)
+from toolkit.worlds.crash import (agent, crash_matrix, CRASH_POINTS, EventLog, KEY, matrix_table, MODES, ORDER,
+    race, run_scenario)
 from toolkit.worlds.deploy import (accepted_adapter, compare_adapters, DEPLOY_ACCEPTED, deploy_host,
-    DEPLOY_SETTLED, DEPLOYER, DeployService, MAX_SETTLE_WAIT, Rollout, run_deploy_episode, rushed_versions, SCHEMA,
-    settled_adapter, table)
+    DEPLOY_SETTLED, DEPLOYER, DeployService, Rollout, run_deploy_episode, rushed_versions, settled_adapter, table)

@@ -28,15 +28,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from toolkit.core.calls import ToolCall, request
-from toolkit.files.edit_file import file_sha256, make_edit_file
-from toolkit.core.errors import ToolError
-from toolkit.files.exports import Exports, check_imports, make_inspect_exports, read_exports
-from toolkit.files.constrained import CLOSE, Preferences
-from toolkit.core.host import Host, rejection
-from toolkit.core.loop import ScriptedPolicy, State, evaluate
-from toolkit.core.legality import Caller, Outcome, Test, Verdict
-from toolkit.core.results import Status, ToolResult
+from toolkit.core import ToolCall, request
+from toolkit.files import file_sha256, make_edit_file
+from toolkit.core import ToolError
+from toolkit.files import Exports, check_imports, make_inspect_exports, read_exports
+from toolkit.files import CLOSE, Preferences
+from toolkit.core import Host, rejection
+from toolkit.core import ScriptedPolicy, State, evaluate
+from toolkit.core import Caller, Outcome, Test, Verdict
+from toolkit.core import Status, ToolResult
 
 #: The scenario folder shipped with the package (never edited; copy it first).
 SCENARIO = Path(__file__).resolve().parent / "scenarios" / "agent427"
@@ -352,7 +352,7 @@ def transcript_lines(episode: Episode) -> list[str]:
     return out
 
 
-__all__ = ["AGENT", "BUILD_SCRIPT", "EVIDENCE_STEPS", "Episode", "MODULE", "OLD_TEXT", "Proposal", "ProposalHost",
+__all__ = ["AGENT", "agent427_preferences", "BUILD_SCRIPT", "EVIDENCE_STEPS", "Episode", "MODULE", "OLD_TEXT", "Proposal", "ProposalHost",
            "ValidatorReport", "SCENARIO", "copy_scenario", "correct_step", "corrected_proposal", "episode_host",
            "file_sha256", "first_proposal", "format_call", "inspect_exports", "inspect_step", "new_text",
            "read_build_script", "run_agent427", "transcript_lines", "transition", "validate"]

@@ -31,10 +31,10 @@ from typing import Any, Callable
 from urllib.parse import parse_qs, quote, urlsplit
 
 from toolkit.worlds.catalog import CREATE_INVOICE
-from toolkit.core.errors import ToolError
-from toolkit.effects.ledger import connect, fingerprint, transaction
-from toolkit.core.results import Status, ToolFailure
-from toolkit.core.schema import parse_arguments, schema_errors
+from toolkit.core import ToolError
+from toolkit.effects import connect, fingerprint, transaction
+from toolkit.core import Status, ToolFailure
+from toolkit.core import parse_arguments, schema_errors
 
 #: The number of the first invoice (the chapter's trace starts at INV-9).
 FIRST_NUMBER = 9

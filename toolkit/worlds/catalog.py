@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolkit.core.contracts import Condition, Contract, Retry
+from toolkit.core import Condition, Contract, Retry
 
 
 @dataclass

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.worlds import billing_service
-from toolkit.effects.ledger import LedgerStatus, SqliteLedger, connect, transaction
+from toolkit.effects import LedgerStatus, SqliteLedger, connect, transaction
 
 KEY = "invoice:order-431:v1"
 ORDER: dict[str, Any] = {"order_id": "order-431", "amount": 120.0, "currency": "EUR", "idempotency_key": KEY}
