@@ -1,4 +1,4 @@
-"""A tool call is a request, not an action.
+"""Chapter 01: a tool call is a request, not an action.
 
 The model proposes ``(name, arguments, call id)``; nothing in this module runs
 anything. The host decides later whether the request may cross the boundary.

@@ -1,4 +1,4 @@
-"""A tool contract: the small written agreement a tool makes with its callers.
+"""Chapter 02: a tool contract: the small written agreement a tool makes with its callers.
 
 Before a model may call a tool, the host writes down what the tool needs
 (argument schema, permissions, preconditions), what it promises

@@ -1,4 +1,4 @@
-"""Structured feedback for a model: one error shape, whatever failed.
+"""Chapter 01: structured feedback for a model: one error shape, whatever failed.
 
 A refused call should tell the model *which* field or test stopped it, what was
 expected, what was received (secrets redacted), and whether trying again can

@@ -1,4 +1,4 @@
-"""The host: declares tools, checks each request, executes or refuses it,
+"""Chapter 01: the host: declares tools, checks each request, executes or refuses it,
 and returns exactly one result per call id.
 
 The model may propose; the host disposes. Every attempt is logged with its

@@ -1,4 +1,4 @@
-"""The legality indicator and the three validation layers.
+"""Chapter 02: the legality indicator and the three validation layers.
 
     legal(u) = 1{ schema_ok(x) ∧ auth_ok(f) ∧ Pre_f(x) }
 

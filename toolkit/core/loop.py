@@ -1,4 +1,4 @@
-"""The interpreter loop: the model proposes, the contract checker disposes.
+"""Chapter 03: the interpreter loop: the model proposes, the contract checker disposes.
 
 The chapter's five lines, made iterative so a long episode cannot overflow
 the stack::

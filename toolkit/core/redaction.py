@@ -1,4 +1,4 @@
-"""Redaction: secrets never reach a log, a database, or a model's feedback.
+"""Chapter 07: redaction: secrets never reach a log, a database, or a model's feedback.
 
 Two rules, applied field by field: a field the contract marks secret is
 redacted, and so is any field whose *name* looks secret (token, api_key,

@@ -1,4 +1,4 @@
-"""Tool results: the structured state an executor returns against a call id.
+"""Chapters 01 and 06: tool results: the structured state an executor returns against a call id.
 
 Every call gets exactly one result, refused and cancelled ones included. A
 failure carries three things a model needs to decide its next step: a status,

@@ -1,4 +1,4 @@
-"""How thick the safeguards must be: it follows the size of the side effect.
+"""Chapter 04: how thick the safeguards must be: it follows the size of the side effect.
 
 A read-only, reversible, retry-safe call may take the *lean path*: validate,
 run, return. A call that writes outside, sends, or charges needs the full

@@ -1,4 +1,4 @@
-"""Schema validation: the first layer, which checks shape and nothing else.
+"""Chapter 02: schema validation: the first layer, which checks shape and nothing else.
 
 The course picks one meaning for "valid" and keeps it: **JSON Schema 2020-12,
 strictly**. ``"12"`` is not an integer, ``null`` is a wrong type (not a missing

@@ -1,4 +1,4 @@
-"""Choosing among the legal calls: the governed score.
+"""Chapter 04: choosing among the legal calls: the governed score.
 
     u* = argmax_u  E[Q(σ, u)] − λc·C(u) − λr·R(u)      over legal u only
 

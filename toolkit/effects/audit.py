@@ -1,4 +1,4 @@
-"""An append-only audit log in SQLite: the complete replay of every call's states.
+"""Chapter 07: an append-only audit log in SQLite: the complete replay of every call's states.
 
 "Audit is the complete replay of the states." For each call the log keeps
 its id, who initiated it, when, a redacted argument summary, every state

@@ -1,4 +1,4 @@
-"""Backing off instead of hammering: the host's retry controller.
+"""Chapter 06: backing off instead of hammering: the host's retry controller.
 
 The chapter's controller is two lines::
 

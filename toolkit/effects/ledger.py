@@ -1,4 +1,4 @@
-"""The ledger rule: retries are unavoidable; duplicate side effects are optional.
+"""Chapter 05: the ledger rule: retries are unavoidable; duplicate side effects are optional.
 
     invoke(f, x, k, L) = (L, L[k])               if k in dom(L)
                          (L ∪ {k ↦ y}, y)         if k not in dom(L), y = f_k(x)

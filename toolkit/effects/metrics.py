@@ -1,4 +1,4 @@
-"""What to measure: tool evaluation counted from ordinary logs.
+"""Chapter 07: what to measure: tool evaluation counted from ordinary logs.
 
 The chapter's list, each one a ratio with its numerator and denominator kept
 (a rate without its counts cannot be checked):

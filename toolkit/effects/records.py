@@ -1,4 +1,4 @@
-"""Execution records: one per call id, moving through an explicit state machine.
+"""Chapter 07: execution records: one per call id, moving through an explicit state machine.
 
 A record answers "did the last run take effect?" after a timeout, a
 disconnect or a crash, and it is what an audit replays. The chapter's states

@@ -1,4 +1,4 @@
-"""A timeout is a missing answer, not a failure: the effect may or may not have happened.
+"""Chapter 05: a timeout is a missing answer, not a failure: the effect may or may not have happened.
 
 The rule this module enforces:
 

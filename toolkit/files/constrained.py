@@ -1,4 +1,4 @@
-"""Constrained generation before execution: grammar helps, and stops short.
+"""Chapter 03: constrained generation before execution: grammar helps, and stops short.
 
 A constrained decoder masks the model's choices so that it can only write
 schema-shaped output. This module does it with a tiny deterministic "model":

@@ -1,4 +1,4 @@
-"""A real ``edit_file`` tool: replace one exact piece of text in one workspace file.
+"""Chapter 03: a real ``edit_file`` tool: replace one exact piece of text in one workspace file.
 
 The contract, as a card::
 

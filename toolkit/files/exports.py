@@ -1,4 +1,4 @@
-"""What a module really exports, read without running a line of it.
+"""Chapter 03: what a module really exports, read without running a line of it.
 
 A model can write a perfectly plausible import::
 

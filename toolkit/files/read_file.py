@@ -1,4 +1,4 @@
-"""read_file: the chapter's read-only tool, with every validation layer written down.
+"""Chapter 01: read_file: the chapter's read-only tool, with every validation layer written down.
 
 The contract splits the work the way the chapter does:
 

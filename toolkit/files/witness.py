@@ -1,4 +1,4 @@
-"""A witness for "no unauthorized file was read": every file the interpreter opens, recorded.
+"""Chapter 01: a witness for "no unauthorized file was read": every file the interpreter opens, recorded.
 
 ``recording_opens()`` records every path opened while its block is active, through a
 ``sys.addaudithook`` hook on the ``open`` event, which both ``open()`` and ``os.open``

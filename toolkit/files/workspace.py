@@ -1,4 +1,4 @@
-"""Path confinement: keeping a file tool inside its workspace, one rung at a time.
+"""Chapter 01: path confinement: keeping a file tool inside its workspace, one rung at a time.
 
 A schema can say that ``path`` is a string. It cannot say that the string
 names a file the tool may read. This module answers that second question with

@@ -1,4 +1,4 @@
-"""Agent-427's proposal under the legality panel: three switches, three real inputs.
+"""Chapter 03: Agent-427's proposal under the legality panel: three switches, three real inputs.
 
 * **the call uses the declared fields** switches the proposal's tool call between
   ``edit_file({"path", "patch"})`` (the first proposal) and

@@ -1,4 +1,4 @@
-"""A live view of the retry controller: move beta, n_max and d0, pick a jitter, watch the delay plan.
+"""Chapter 06: a live view of the retry controller: move beta, n_max and d0, pick a jitter, watch the delay plan.
 
 Every line the panel shows comes from ``toolkit.effects.backoff.walk``: the same pure
 ``step`` the host runs, applied from ``(n=0, d=d0)`` until the controller

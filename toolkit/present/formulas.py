@@ -1,4 +1,4 @@
-"""The chapter's formulas as sympy expressions, for rendering and for checking numbers.
+"""Chapters 02, 04 and 06: the chapter's formulas as sympy expressions, for rendering and for checking numbers.
 
 Each ``*_expr`` function returns a sympy expression (show it with ``latex``);
 each evaluating function substitutes the chapter's numbers *exactly* (0.9 is

@@ -1,4 +1,4 @@
-"""A live view of the duplicate-invoice trace: choose the guards and the crash point, watch the invoices.
+"""Chapter 05: a live view of the duplicate-invoice trace: choose the guards and the crash point, watch the invoices.
 
 Every trace the panel shows comes from ``toolkit.worlds.crash.run_scenario``: a child
 process really dies (SIGKILL) at the chosen point, a second one retries, and

@@ -1,4 +1,4 @@
-"""A live view of the legality indicator: toggle a scenario's three conditions, watch the verdict.
+"""Chapters 02 and 03: a live view of the legality indicator: toggle a scenario's three conditions, watch the verdict.
 
 Each checkbox changes the *input* of a real check (the arguments, the caller's
 scopes, the world), and the panel reruns ``toolkit.core.legality.check`` through the

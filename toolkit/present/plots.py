@@ -1,4 +1,4 @@
-"""Plots for the chapters (matplotlib, imported only when a plot is drawn)."""
+"""Chapter 04: plots for the chapters (matplotlib, imported only when a plot is drawn)."""
 from __future__ import annotations
 
 from typing import Sequence

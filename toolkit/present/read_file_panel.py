@@ -1,4 +1,4 @@
-"""Chapter 1's read_file panel: pick a request, cut validation layers, watch what stops it.
+"""Chapter 01: the read_file panel: pick a request, cut validation layers, watch what stops it.
 
 Two pieces, usable without any widget (the witness that records every file
 opened is ``toolkit.files.witness.recording_opens``):

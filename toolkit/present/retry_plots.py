@@ -1,4 +1,4 @@
-"""Plots for retries and measurement: jitter variants, the schema-violation drift, the 202 trap.
+"""Chapters 06 and 07: plots for retries and measurement: jitter variants, the schema-violation drift, the 202 trap.
 
 The data functions (``jitter_waits``, ``arrival_times``, ``peak_load``) are
 plain Python over ``toolkit.effects.backoff``; the ``*_plot`` functions draw with

@@ -1,4 +1,4 @@
-"""The scheduler's plan as a timeline, and what a real run did, measured in logical steps.
+"""Chapter 08: the scheduler's plan as a timeline, and what a real run did, measured in logical steps.
 
 ``timeline_text`` and ``timeline`` draw rows shaped like ``Plan.rows()``
 (``call_id``, ``name``, ``start``, ``end``, optionally ``reads``, ``writes``,

@@ -1,4 +1,4 @@
-"""Sliders for the prices of cost and risk, and the legal call they choose."""
+"""Chapter 04: sliders for the prices of cost and risk, and the legal call they choose."""
 from __future__ import annotations
 
 from typing import Sequence

@@ -1,4 +1,4 @@
-"""Replay a recorded stream chunk by chunk: what a host holds at each moment, and whether it may run anything.
+"""Chapter 08: replay a recorded stream chunk by chunk: what a host holds at each moment, and whether it may run anything.
 
 A slider picks a position in a recorded server-sent-event body from
 ``toolkit/wire/recordings``. At each position the panel shows the chunks

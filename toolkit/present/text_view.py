@@ -1,4 +1,4 @@
-"""The one way panels show their text in a page: a monospaced block, optionally with a coloured edge.
+"""Chapters 01-08: the one way panels show their text in a page: a monospaced block, optionally with a coloured edge.
 
 Monospace keeps the panels' columns lined up in JupyterLab and in Voila alike
 (Voila's page styles would otherwise set ``<pre>`` in a proportional font).

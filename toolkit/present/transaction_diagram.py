@@ -1,4 +1,4 @@
-"""A call is a small transaction: the chapter's diagram, drawn from the record's own state machine.
+"""Chapter 01: a call is a small transaction: the chapter's diagram, drawn from the record's own state machine.
 
 The picture is not drawn by hand. Its main line is a list of *stages*, each
 tagged with the execution-record state (``toolkit.effects.records.State``) the call

@@ -1,4 +1,4 @@
-"""Parallel calls: the model asks for several, the host decides what may overlap.
+"""Chapter 08: parallel calls: the model asks for several, the host decides what may overlap.
 
 "Parallel requests" is not "parallel execution". How many calls a model put
 in one round says nothing about whether they may run at the same time; the

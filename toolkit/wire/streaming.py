@@ -1,4 +1,4 @@
-"""Streaming: fragments in, complete calls (or refusals) out.
+"""Chapter 08: streaming: fragments in, complete calls (or refusals) out.
 
 A streamed call arrives in pieces. Until the completion signal, every piece
 is an unfinished fragment: ``{"path": "src/co`` says *some* file under

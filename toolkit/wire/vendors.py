@@ -1,4 +1,4 @@
-"""Vendor formats: one contract, three wire shapes, and ids that never cross.
+"""Chapters 01 and 08: vendor formats: one contract, three wire shapes, and ids that never cross.
 
 Nothing about tool calling is standard across vendors. The same contract is
 shown to OpenAI as ``{"type": "function", "function": {...}}``, to Anthropic

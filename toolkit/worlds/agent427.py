@@ -1,4 +1,4 @@
-"""Agent-427's import failure, run for real.
+"""Chapter 03: Agent-427's import failure, run for real.
 
 Agent-427 wants ``scripts/build_site.py`` to load the book's manifest through
 the shared module instead of parsing the JSON by hand. Its first proposal is

@@ -1,4 +1,4 @@
-"""A billing service with its own SQLite database, running as its own process.
+"""Chapter 05: a billing service with its own SQLite database, running as its own process.
 
     python -m toolkit.worlds.billing_service serve --db billing.db --port 0 [--honour-keys]
 

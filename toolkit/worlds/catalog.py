@@ -1,4 +1,4 @@
-"""Contracts used across the chapters, written out in full.
+"""Chapter 02: contracts used across the chapters, written out in full.
 
 ``create_invoice`` is the chapter's example contract. Its preconditions and
 postcondition read a *world*: any object with ``order(order_id)`` and

@@ -1,4 +1,4 @@
-"""The duplicate-invoice trace, reproduced with a process that really dies.
+"""Chapter 05: the duplicate-invoice trace, reproduced with a process that really dies.
 
 The chapter's five lines::
 

@@ -1,4 +1,4 @@
-"""Specification gaming: when "HTTP 202" is counted as a successful deployment.
+"""Chapter 07: specification gaming: when "HTTP 202" is counted as a successful deployment.
 
 The chapter's failure: a deployment tool is judged by "successful calls", and
 its adapter counts HTTP 202 (*accepted*) as success even when the deployment
