@@ -24,6 +24,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_notebooks import text_of  # noqa: E402  (one writer for every stored notebook)
+
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
@@ -80,14 +83,6 @@ def make_exercise(solution: Any, name: str = "notebook") -> Any:
         cell.outputs = []
         cell.execution_count = None
     return nb
-
-
-def text_of(nb: Any) -> str:
-    """The exact file content ``nbformat.write`` produces for ``nb``."""
-    import nbformat
-
-    text = nbformat.writes(nb)
-    return text if text.endswith("\n") else text + "\n"
 
 
 def build(solutions: Path, exercises: Path) -> dict[Path, str]:

@@ -1,12 +1,36 @@
-"""toolkit: tool calling as a contract.
+"""toolkit: tool calling as a contract (every chapter imports it as ``tk``).
 
 A tool call is a request, not an action. The model proposes
 ``(name, arguments, call id)``; the host checks it against a ``Contract``
 (schema -> permission/path -> business/approval), executes or refuses it,
 and returns one ``ToolResult`` per call id.
 
+The package is laid out like the chapter map:
+
+    core/     chapters 01-04  calls, contracts, errors, schema, legality, keys, host, loop, scoring
+    effects/  chapters 05-07  the ledger rule and the durable ledger, retries, timeouts, records, audit, metrics
+    wire/     chapters 01, 08 SSE framing, stream assembly, vendor formats, pairing, scheduling
+    files/    chapters 01, 03 path confinement, read_file, edit_file, exports, the open witness, constrained generation
+    worlds/   every chapter   scenery: the billing fake and service, the crash harness, Agent-427's folder, ...
+    present/  every chapter   widgets, plots and formulas, nothing a test needs
+
+Rules of the house (``tests/test_house_rules.py`` holds them):
+
+1. One idea per module, about 300 lines at most. The chapter's rule comes first and
+   short; hardening (caps, SQLite details, vendor quirks) goes below it or beside it.
+2. A module's first docstring line names the chapter it serves.
+3. Fakes and scenarios live in ``worlds/``; concept modules never import them.
+4. Every shared table (the layer map, the key a call carries, stop reasons, result
+   pairing, path confinement, SQLite setup) has one definition; everything else imports it.
+5. Imports run one way: ``core``, then ``effects`` / ``wire`` / ``files`` (which do not import
+   each other), then ``worlds``, then ``present``. Inside a part, import from the defining
+   module; from another part, import from the part (``from toolkit.core import ToolCall``).
+6. Class and function names are unique across the package.
+7. Whatever starts threads, processes or temporary folders is a context manager that cleans up.
+
 Importing ``toolkit`` is light: sympy, matplotlib and ipywidgets load only
-inside ``toolkit.present``, when a chapter draws or shows something.
+inside ``toolkit.present``, when a chapter draws or shows something, and
+``worlds`` loads only when a chapter asks for its scenery.
 """
 from toolkit.core.calls import CallIds, ToolCall, request
 from toolkit.core.contracts import Condition, Contract, Retry

@@ -1,13 +1,21 @@
-"""Files (chapters 01 and 03): path confinement, read_file, edit_file, exports, the open witness."""
-from toolkit.files.constrained import (CLOSE, compare_masking, effective_required, generate, Generation,
-    Preferences, SchemaMask, TokenChoice)
-from toolkit.files.edit_file import (edit_file_contract, EDIT_FILE_SCHEMA, file_sha256, make_edit_file,
-    MAX_FILE_BYTES, module_name, resolve_in_workspace, sha256_bytes, tree_digest, unique_offset)
-from toolkit.files.exports import (check_claim, check_imports, exported_names, Exports, find_module, import_claims,
-    ImportClaim, introduced_claims, make_inspect_exports, read_exports, RULE_ALL, RULE_PUBLIC, workspace_modules)
-from toolkit.files.read_file import (allowed_extensions, common_errors, DESCRIPTION, EVIDENCE_MATCHES,
-    existing_file, LAYERS, make_read_file, path_guard, READ_FILE, READ_FILE_SCHEMA, refused)
-from toolkit.files.witness import files_opened, Open, recording_opens
-from toolkit.files.workspace import (AUTHORIZATION_KINDS, check_lexical, check_realpath, describe_entry, FileRead,
-    HINTS, MAX_BYTES, MAX_NAME_BYTES, MAX_PATH_BYTES, open_confined, PathRefused, Refuse, RUNG_NAMES, RungStep,
-    shown, stat_entry, Workspace)
+"""File tools (chapters 01 and 03): path confinement, read_file, edit_file, exports, the open witness.
+
+Each name below is defined in the module it is listed under; that module loads on first use.
+"""
+from toolkit._exports import lazy_exports
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "constrained": ("CLOSE", "compare_masking", "effective_required", "generate", "Generation", "Preferences",
+                    "SchemaMask", "TokenChoice"),
+    "edit_file": ("edit_file_contract", "EDIT_FILE_SCHEMA", "file_sha256", "make_edit_file", "MAX_FILE_BYTES",
+                  "module_name", "resolve_in_workspace", "sha256_bytes", "tree_digest", "unique_offset"),
+    "exports": ("check_claim", "check_imports", "exported_names", "Exports", "find_module", "import_claims",
+                "ImportClaim", "introduced_claims", "make_inspect_exports", "read_exports", "RULE_ALL",
+                "RULE_PUBLIC", "workspace_modules"),
+    "read_file": ("allowed_extensions", "common_errors", "DESCRIPTION", "EVIDENCE_MATCHES", "existing_file",
+                  "LAYERS", "make_read_file", "path_guard", "READ_FILE", "READ_FILE_SCHEMA", "refused"),
+    "witness": ("files_opened", "Open", "recording_opens"),
+    "workspace": ("AUTHORIZATION_KINDS", "check_lexical", "check_realpath", "describe_entry", "FileRead", "HINTS",
+                  "MAX_BYTES", "MAX_NAME_BYTES", "MAX_PATH_BYTES", "open_confined", "PathRefused", "Refuse",
+                  "RUNG_NAMES", "RungStep", "shown", "stat_entry", "Workspace"),
+})
