@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 
 import toolkit as tk
-from toolkit.wire import scheduler
+from toolkit.wire import RoundReport, run_round
 
 DELAY = 0.2
 WRITE_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
@@ -46,9 +46,9 @@ def slow_host() -> tk.Host:
     return host
 
 
-def timed(calls: list[tk.ToolCall], host: tk.Host, **options) -> tuple[float, scheduler.RoundReport]:
+def timed(calls: list[tk.ToolCall], host: tk.Host, **options) -> tuple[float, RoundReport]:
     start = time.perf_counter()
-    report = scheduler.run_round(calls, host, **options)
+    report = run_round(calls, host, **options)
     return time.perf_counter() - start, report
 
 

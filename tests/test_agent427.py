@@ -9,6 +9,7 @@ import pytest
 
 import toolkit as tk
 from toolkit.worlds import agent427 as a
+from toolkit.worlds import correct_step, inspect_step, run_agent427
 from toolkit.files import (EDIT_FILE_SCHEMA, edit_file_contract, file_sha256, make_edit_file, sha256_bytes,
                                tree_digest)
 
@@ -34,7 +35,7 @@ def build(workspace):
 # ------------------------------------------------------------------ the scenario
 def test_scenario_is_copied_never_edited(tmp_path):
     shipped = tree_digest(a.SCENARIO)
-    episode = a.run_agent427(a.copy_scenario(tmp_path / "ws"))
+    episode = run_agent427(a.copy_scenario(tmp_path / "ws"))
     assert episode.before != episode.after
     assert tree_digest(a.SCENARIO) == shipped
     assert not (a.SCENARIO / "site").exists()
@@ -203,7 +204,7 @@ def test_postcondition_notices_a_file_that_is_not_what_the_edit_made(ws):
 
 # ------------------------------------------------------------------ the episode
 def test_episode_transcript_line_for_line(tmp_path):
-    episode = a.run_agent427(a.copy_scenario(tmp_path / "ws"))
+    episode = run_agent427(a.copy_scenario(tmp_path / "ws"))
     before, after = episode.before.encode(), episode.after.encode()
     expected = [
         "proposal.code:",
@@ -249,7 +250,7 @@ def test_episode_transcript_line_for_line(tmp_path):
 
 
 def test_episode_policy_reads_the_observations(tmp_path):
-    episode = a.run_agent427(a.copy_scenario(tmp_path / "ws"))
+    episode = run_agent427(a.copy_scenario(tmp_path / "ws"))
     first, inspect, second = episode.state.observations
     assert first.kind == "rejected" and [e.line() for e in first.result.errors] == SEED_VALIDATOR
     assert inspect.call.arguments == {"module": "publication_manifest"} and inspect.result.ok
@@ -261,7 +262,7 @@ def test_episode_policy_reads_the_observations(tmp_path):
 
 def test_a_policy_step_stops_when_the_evidence_is_not_there():
     state = tk.State("t")
-    assert a.inspect_step(state) is None and a.correct_step(state) is None
+    assert inspect_step(state) is None and correct_step(state) is None
 
 
 # --------------------------------------------------------------- hostile input
@@ -329,3 +330,12 @@ def test_edit_keeps_bytes_it_does_not_touch(ws):
     result = a.episode_host(ws).execute(tk.request("edit_file", {"file_path": "notes.txt", "old_text": "second",
                                                                   "new_text": "2nd"}))
     assert result.ok and path.read_bytes() == b"first\r\n2nd\r\nthird\r\n"
+
+
+def test_a_throwaway_copy_is_removed_and_an_episode_without_a_workspace_leaves_no_folder():
+    with a.scenario_copy() as ws:
+        assert (ws / a.BUILD_SCRIPT).is_file() and ws.parent.name.startswith("agent427-")
+    assert not ws.parent.exists(), "the temporary folder goes when the with block ends"
+    episode = run_agent427()
+    assert episode.after != episode.before and "load_publication_manifest" in episode.after
+    assert not episode.workspace.parent.exists(), "run_agent427() without a workspace cleans up after itself"

@@ -4,11 +4,10 @@ import sqlite3
 import pytest
 
 import toolkit as tk
-from toolkit.effects.audit import AuditLog, run_audited, secret_values
-from toolkit.effects import RetryPolicy, RetryController
+from toolkit.effects import AuditLog, RetryController, RetryPolicy, run_audited
 from toolkit.worlds import CREATE_INVOICE
 from toolkit.core import Contract, Retry
-from toolkit.core import FailureClass, Status, ToolFailure
+from toolkit.core import FailureClass, Status, ToolFailure, secret_values
 from toolkit.effects import RecordState
 
 KEY = "invoice:order-431:v1"
@@ -180,6 +179,24 @@ def test_shares_a_file_and_a_transaction_with_another_module(tmp_path):
     reopened = AuditLog(db)                               # a second open finds the same rows
     assert reopened.story("c1").stopped_at == "approved" and reopened.verify().ok
     reopened.close()
+
+
+def test_a_path_is_opened_the_way_a_ledger_opens_its_file(tmp_path):
+    """One SQLite setup for every user (``toolkit.effects.database.connect``): WAL, 10 s busy timeout."""
+    with AuditLog(tmp_path / "audit.db") as log:
+        assert log.conn.isolation_level is None
+        assert log.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert log.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 10_000
+        assert log.conn.execute("PRAGMA synchronous").fetchone()[0] == 2          # FULL
+
+
+def test_a_refused_row_rolls_back_its_own_transaction(tmp_path):
+    with AuditLog(tmp_path / "audit.db") as log:
+        record = log.track(tk.request("create_invoice", ARGS, call_id="c1"), "agent-427")
+        log.conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON audit_events BEGIN SELECT RAISE(ABORT, 'no'); END")
+        with pytest.raises(sqlite3.IntegrityError):
+            record.move("approved")
+        assert not log.conn.in_transaction and len(log.events()) == 1
 
 
 # ------------------------------------------------------------------ canary secrets

@@ -1,6 +1,7 @@
 """The billing service as its own process, and the duplicate-invoice trace with a process that really dies."""
 import http.client
 import json
+import multiprocessing
 import socket
 import subprocess
 import sys
@@ -8,8 +9,8 @@ import tempfile
 
 import pytest
 
-from toolkit.worlds import billing_service
-from toolkit.worlds import CRASH_POINTS, KEY, MODES, ORDER, crash_matrix, matrix_table, run_scenario
+from toolkit.worlds import (CRASH_POINTS, KEY, MAX_BODY, MODES, ORDER, BillingClient, BillingService, crash_matrix,
+                            GuardedRun, guarded_run, matrix_table, run_scenario, start)
 from toolkit.core import Status, ToolFailure
 
 #: The chapter's five lines, as written there.
@@ -80,6 +81,45 @@ def test_unknown_mode_or_point_is_refused():
         run_scenario("optimistic")
     with pytest.raises(ValueError, match="crash_at"):
         run_scenario("naive", "t7")
+    with pytest.raises(ValueError, match="billing's database"):
+        run_scenario("atomic", "none", durable=False)
+
+
+# --------------------------------------------------------------------------- a ledger in the agent's memory
+
+def test_a_ledger_in_memory_dies_with_the_process():
+    outcome = run_scenario("naive", "after_ledger", durable=False)
+    assert outcome["crashed"] and outcome["invoice_count"] == 2
+    assert outcome["trace"][2] == ("t2  process crashes after local ledger records the key, before it replies; "
+                                   "the ledger it kept in memory died with the process")
+    assert outcome["after_crash"] == {"invoices": ["INV-9 order-431"], "ledger": []}, "nothing was on disk"
+
+
+def test_a_living_process_answers_its_retry_from_memory():
+    outcome = run_scenario("naive", "none", durable=False)
+    assert not outcome["crashed"] and outcome["invoice_count"] == 1
+    assert outcome["trace"][-1] == "t3  local ledger replays INV-9; billing is not called"
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_memory_or_disk_the_counts_follow_the_ledger_rule(durable):
+    for point in CRASH_POINTS:
+        for mode in ("naive", "keyed"):
+            key_lost = point == "after_effect_before_ledger" or (not durable and point == "after_ledger")
+            expected = 2 if mode == "naive" and key_lost else 1
+            assert run_scenario(mode, point, durable=durable)["invoice_count"] == expected, (mode, point, durable)
+    assert multiprocessing.active_children() == [], "every run ends its processes"
+
+
+def test_guards_choose_the_run():
+    assert guarded_run(True, False, False, "after_ledger") == GuardedRun("naive", "after_ledger", True, ())
+    memory = guarded_run(False, False, True, "after_ledger")
+    assert (memory.mode, memory.crash_at, memory.durable, memory.notes) == ("keyed", "after_ledger", False, ())
+    assert "memory" in memory.agent
+    atomic = guarded_run(False, True, True, "none")
+    assert (atomic.mode, atomic.durable, len(atomic.notes)) == ("atomic", True, 2)
+    with pytest.raises(ValueError, match="crash point"):
+        guarded_run(True, False, False, "t7")
 
 
 # --------------------------------------------------------------------------- the billing service
@@ -88,9 +128,9 @@ GOOD = dict(ORDER)
 
 
 def test_billing_numbers_and_honours_keys(tmp_path):
-    plain = billing_service.BillingService(tmp_path / "plain.db")
+    plain = BillingService(tmp_path / "plain.db")
     assert [plain.create_invoice(GOOD)[1]["invoice_id"] for _ in range(2)] == ["INV-9", "INV-10"]
-    keyed = billing_service.BillingService(tmp_path / "keyed.db", honour_keys=True)
+    keyed = BillingService(tmp_path / "keyed.db", honour_keys=True)
     first, again = keyed.create_invoice(GOOD), keyed.create_invoice(json.dumps(GOOD))
     assert (first[0], first[1]["invoice_id"]) == (201, "INV-9")
     assert (again[0], again[1]["invoice_id"], again[1]["replayed"]) == (200, "INV-9", True)
@@ -109,7 +149,7 @@ def test_billing_numbers_and_honours_keys(tmp_path):
     ({k: v for k, v in GOOD.items() if k != "currency"}, "missing_required", "$.currency"),
 ])
 def test_billing_refuses_bad_requests_and_creates_nothing(tmp_path, raw, code, pointer):
-    service = billing_service.BillingService(tmp_path / "b.db")
+    service = BillingService(tmp_path / "b.db")
     status, body = service.create_invoice(raw)
     assert status == 400
     assert (body["errors"][0]["code"], body["errors"][0]["pointer"]) == (code, pointer)
@@ -117,8 +157,8 @@ def test_billing_refuses_bad_requests_and_creates_nothing(tmp_path, raw, code, p
 
 
 def test_billing_over_http_in_its_own_process(tmp_path):
-    with billing_service.start(tmp_path / "b.db", honour_keys=True) as service:
-        client = billing_service.BillingClient(service.port)
+    with start(tmp_path / "b.db", honour_keys=True) as service:
+        client = BillingClient(service.port)
         assert client.create_invoice(GOOD)["invoice_id"] == "INV-9"
         assert client.create_invoice(GOOD)["replayed"] is True
         with pytest.raises(ToolFailure) as refused:
@@ -127,7 +167,7 @@ def test_billing_over_http_in_its_own_process(tmp_path):
         assert client.find(KEY)["invoice_id"] == "INV-9" and client.find("missing") is None
         assert [i["invoice_id"] for i in client.invoices()] == ["INV-9"]
         connection = http.client.HTTPConnection("127.0.0.1", service.port, timeout=5)
-        connection.request("POST", "/invoices", body=b"x" * (billing_service.MAX_BODY + 1))
+        connection.request("POST", "/invoices", body=b"x" * (MAX_BODY + 1))
         assert connection.getresponse().status == 413
         connection.close()
         cut = socket.create_connection(("127.0.0.1", service.port), timeout=5)
@@ -143,18 +183,18 @@ def test_billing_over_http_in_its_own_process(tmp_path):
         connection.close()
     assert service.process.exitcode is not None, "stop() must end the service process"
     with pytest.raises(ToolFailure) as down:
-        billing_service.BillingClient(service.port, timeout=1).create_invoice(GOOD)
+        BillingClient(service.port, timeout=1).create_invoice(GOOD)
     assert down.value.status is Status.RECOVERABLE_FAILURE, "nothing was sent, so a retry is safe"
 
 
 def test_command_line_service_binds_loopback(tmp_path):
     """The service runs as a plain separate program (requests here avoid the schema check's slow first import)."""
-    process = subprocess.Popen([sys.executable, "-m", "toolkit.worlds.billing_service", "serve", "--db", str(tmp_path / "b.db"),
+    process = subprocess.Popen([sys.executable, "-m", "toolkit.worlds.billing_http", "serve", "--db", str(tmp_path / "b.db"),
                                 "--port", "0"], stdout=subprocess.PIPE, text=True)
     try:
         line = process.stdout.readline().strip()
         assert line.startswith("billing listening on 127.0.0.1:")
-        client = billing_service.BillingClient(int(line.rsplit(":", 1)[1]))
+        client = BillingClient(int(line.rsplit(":", 1)[1]))
         assert client.invoices() == []
         connection = http.client.HTTPConnection("127.0.0.1", client.port, timeout=5)
         connection.request("POST", "/invoices", body=b"{", headers={"Content-Length": "1"})

@@ -19,12 +19,13 @@ import nbformat
 import pytest
 
 import toolkit as tk
-from toolkit.wire import vendors as v
+from toolkit import wire as v
 from toolkit.effects import AuditLog, run_audited
 from toolkit.core import NEXT_STEP
+from toolkit.effects import call_stages
 from toolkit.present import transaction_diagram as td
-from toolkit.present.read_file_panel import (FILES, HOSTILE, REQUESTS, SECRETS, ReadFilePanel, attempt,
-                                             demo_workspace)
+from toolkit.present.read_file_panel import ReadFilePanel
+from toolkit.worlds import FILES, HOSTILE, REQUESTS, SECRETS, attempt, demo_workspace
 from toolkit.files import files_opened, recording_opens
 from toolkit.effects import TRANSITIONS, RecordState
 from toolkit.core import compile_schema, schema_errors
@@ -193,16 +194,45 @@ def test_a_panel_without_a_tree_makes_and_removes_its_own(tmp_path):
     assert base.is_dir() and "succeeded" in panel.text()
     panel.close()
     assert not base.exists()
+    with ReadFilePanel(request="valid path") as panel:
+        base = panel.tree.base
+        assert base.is_dir()
+    assert not base.exists()
+
+
+def test_a_demo_tree_removes_only_the_folder_it_made(tmp_path):
+    with demo_workspace() as tree:
+        base = tree.base
+        assert tree.listing() == ["outside/secret.txt", "ws/src/config.ts", "ws/src/routes.ts",
+                                  "ws/src/settings.ts -> ../../outside/secret.txt", "ws_evil/secret.txt"]
+    assert not base.exists()
+    tree.close()                                             # a second close does nothing
+    given = demo_workspace(tmp_path / "given")
+    given.close()
+    assert (tmp_path / "given" / "ws" / "src" / "config.ts").is_file()
+    kept = demo_workspace()
+    base = kept.base
+    del kept                                                 # dropped without close: the finalizer removes it
+    import gc
+    gc.collect()
+    assert not base.exists()
+
+
+def test_the_executor_reports_its_rung_as_a_field_not_as_text(tree):
+    cut = attempt(tree, "symlink out", {"schema", "business"})
+    assert cut.caught_by == "the executor (rung 2 of the path ladder), after the host had called the call legal"
+    everything_cut = attempt(tree, "dot-dot climb", set())
+    assert everything_cut.caught_by.startswith("the executor (rung 1 of the path ladder)")
 
 
 # ------------------------------------------------------------------ the transaction diagram
 def test_every_move_in_the_diagram_is_a_real_transition():
-    drawn = td.moves()
+    drawn = call_stages.moves()
     assert drawn and all(target in TRANSITIONS[source] for source, target in drawn)
-    assert td.main_moves() == [(RecordState.REQUESTED, RecordState.APPROVED), (RecordState.APPROVED, RecordState.RUNNING),
+    assert call_stages.main_moves() == [(RecordState.REQUESTED, RecordState.APPROVED), (RecordState.APPROVED, RecordState.RUNNING),
                                (RecordState.RUNNING, RecordState.SUCCEEDED)]
     every = {(a, b) for a, targets in TRANSITIONS.items() for b in targets}
-    assert set(drawn) | set(td.not_drawn()) == every and not set(drawn) & set(td.not_drawn())
+    assert set(drawn) | set(call_stages.not_drawn()) == every and not set(drawn) & set(call_stages.not_drawn())
 
 
 def test_every_arrow_in_the_picture_is_a_real_transition():
@@ -211,40 +241,40 @@ def test_every_arrow_in_the_picture_is_a_real_transition():
     fig = td.draw()
     try:
         arrows = td.drawn_moves(fig)
-        assert {(RecordState(a), RecordState(b)) for a, b in arrows} == set(td.moves())
+        assert {(RecordState(a), RecordState(b)) for a, b in arrows} == set(call_stages.moves())
         assert all(RecordState(b) in TRANSITIONS[RecordState(a)] for a, b in arrows)
         labels = {t.get_text() for t in fig.axes[0].texts}
-        assert {s.name for s in td.STAGES} <= labels and {b.label for b in td.BRANCHES} <= labels
+        assert {s.name for s in call_stages.STAGES} <= labels and {b.label for b in call_stages.BRANCHES} <= labels
     finally:
         plt.close(fig)
 
 
 def test_the_book_branches_and_their_advice_come_from_the_code():
-    branches = {b.label: b for b in td.BRANCHES}
-    assert [s.name for s in td.STAGES] == ["user task", "declare", "request(id)", "schema", "policy", "execute",
+    branches = {b.label: b for b in call_stages.BRANCHES}
+    assert [s.name for s in call_stages.STAGES] == ["user task", "declare", "request(id)", "schema", "policy", "execute",
                                            "result(id)", "write back"]
     assert (branches["shape error"].target, branches["deny"].target) == (RecordState.REJECTED, RecordState.REJECTED)
     assert branches["shape error"].advice == branches["deny"].advice == NEXT_STEP[tk.Status.REJECTED]
     assert branches["timeout"].advice == NEXT_STEP[tk.Status.TIMEOUT]
     assert branches["unconfirmed"].target is RecordState.AWAITING_HUMAN
     text = td.text()
-    for b in td.BRANCHES:
+    for b in call_stages.BRANCHES:
         assert f"--{b.label}--> {b.target.value}" in text and b.then in text
-    assert "requested->approved" in text and f"({len(td.not_drawn())})" in text
+    assert "requested->approved" in text and f"({len(call_stages.not_drawn())})" in text
 
 
 def test_a_diagram_that_disagrees_with_the_state_machine_refuses_to_draw():
     wrong = td.Branch("schema", "skip the checks", RecordState.REQUESTED, RecordState.SUCCEEDED, "pretend")
     with pytest.raises(ValueError, match="requested -> succeeded"):
-        td.moves(branches=td.BRANCHES + (wrong,))
-    stages = td.STAGES[:4] + td.STAGES[5:]       # drop "policy": requested would jump to running
+        call_stages.moves(branches=call_stages.BRANCHES + (wrong,))
+    stages = call_stages.STAGES[:4] + call_stages.STAGES[5:]       # drop "policy": requested would jump to running
     with pytest.raises(ValueError, match="requested -> running"):
-        td.moves(stages=stages)
+        call_stages.moves(stages=stages)
 
 
 def test_real_calls_move_along_the_drawn_lines(tree):
     host = tk.Host.of([tk.make_read_file(tree.ws)], tk.Caller("assistant"))
-    drawn = set(td.moves())
+    drawn = set(call_stages.moves())
     with AuditLog() as log:
         good = run_audited(host, tk.request("read_file", {"path": "src/config.ts"}, call_id="g"), log, "assistant")
         bad = run_audited(host, tk.request("read_file", {"path": "/etc/passwd"}, call_id="b"), log, "assistant")
@@ -336,8 +366,8 @@ def _run_solution_with(overrides: dict[str, str]) -> AssertionError | None:
     except AssertionError as failure:
         return failure
     finally:
-        if "workdir" in namespace:
-            namespace["workdir"].cleanup()
+        if "tree" in namespace:
+            namespace["tree"].close()
     return None
 
 
@@ -450,7 +480,7 @@ def test_cells_that_print_log_counts_print_the_same_when_run_again():
             assert text == stored[nb.cells[index].source], f"cell {index} printed something else on a re-run"
         assert "host log:            0 attempts" in again[0] and "host log:     1 attempt," in again[1]
     finally:
-        namespace["workdir"].cleanup()
+        namespace["tree"].close()
 
 
 @pytest.mark.skipif(not NOTEBOOK.exists(), reason="notebook not built yet")

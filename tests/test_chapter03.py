@@ -13,11 +13,13 @@ import pytest
 
 import toolkit as tk
 from toolkit.worlds import agent427 as a
+from toolkit.worlds import correct_step, Episode, format_call, inspect_step
 from toolkit.files import compare_masking, generate
 from toolkit.worlds import agent427_preferences
 from toolkit.files import EDIT_FILE_SCHEMA, file_sha256, tree_digest
 from toolkit.files import import_claims, read_exports
-from toolkit.present.agent427_panel import LABELS, READER, agent427_panel, agent427_scenario, proposal_for
+from toolkit.present.agent427_panel import LABELS, agent427_panel
+from toolkit.worlds import READER, agent427_scenario, proposal_for
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "03_agent427_import_failure.ipynb"
@@ -107,7 +109,7 @@ def test_calamity_validator_lines_exactly_and_nothing_edited(ws):
     host = a.episode_host(ws)
     before_file, before_tree = file_sha256(ws / a.BUILD_SCRIPT), tree_digest(ws)
     first = a.first_proposal("call_1")
-    layout = ["proposal.code:", f"  {first.code}", "", "proposal.tool:"] + [f"  {x}" for x in a.format_call(first.call)]
+    layout = ["proposal.code:", f"  {first.code}", "", "proposal.tool:"] + [f"  {x}" for x in format_call(first.call)]
     report = a.validate(first, host)
     layout += ["", "validator:"] + [f"  {x}" for x in report.lines()]
     result = host.execute(first)
@@ -167,11 +169,11 @@ def test_corrected_proposal_is_legal_and_makes_exactly_the_edit_asked_for(ws):
 def test_the_episode_through_evaluate_with_the_scripted_policy(ws):
     host = a.episode_host(ws)
     before = a.read_build_script(ws)
-    policy = tk.ScriptedPolicy([a.first_proposal("call_1"), a.inspect_step, a.correct_step])
+    policy = tk.ScriptedPolicy([a.first_proposal("call_1"), inspect_step, correct_step])
     state = tk.evaluate(tk.State(a.TASK), policy, host)
     assert state.done and [o.kind for o in state.observations] == ["rejected", "result", "result"]
     assert [o.call.name for o in state.observations] == ["edit_file", "inspect_exports", "edit_file"]
-    episode = a.Episode(ws, state, host, before, a.read_build_script(ws))
+    episode = Episode(ws, state, host, before, a.read_build_script(ws))
     transcript = episode.transcript()
     assert transcript.startswith(BOOK_CALAMITY)
     assert "  from publication_manifest import load_publication_manifest" in transcript.splitlines()

@@ -10,13 +10,13 @@ import pytest
 
 import toolkit as tk
 from toolkit.worlds import CREATE_INVOICE, Books
-from toolkit.worlds import CRASH_POINTS, KEY, ORDER, crash_matrix, matrix_table, race
+from toolkit.worlds import CRASH_POINTS, KEY, ORDER, crash_matrix, create_issue_illustration, matrix_table, race
 from toolkit.core import ledger_key
 from toolkit.effects import LedgerStatus
 from toolkit.present import invoice_panel
-from toolkit.present.invoice_panel import CRASH_CHOICES, InvoicePanel, matrix_html, plan
+from toolkit.present.invoice_panel import CRASH_CHOICES, InvoicePanel, matrix_html
 from toolkit.core import SAFEGUARDS, WHEN_TO_USE
-from toolkit.effects import RetryKind, classify_retry, compensation_table, create_issue_illustration
+from toolkit.effects import RetryKind, classify_retry, compensation_table
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "05_ledger_and_duplicate_invoice.ipynb"
@@ -104,7 +104,8 @@ def test_both_repairs_turn_two_invoices_into_one():
 
 def test_durable_key_fixes_the_crash_after_the_ledger_write_but_not_before_it():
     panel = InvoicePanel(durable=False, crash="after_ledger")
-    assert shown_count(panel.text()) == 2 and "note: the key was recorded in memory" in panel.text()
+    assert shown_count(panel.text()) == 2 and "the ledger it kept in memory died with the process" in panel.text()
+    assert "ledger (in memory: gone with the process)" in panel.text()
     assert shown_count(panel.set(durable=True)) == 1, "on disk the key survives: 2 -> 1"
     assert shown_count(panel.set(crash="after_effect_before_ledger")) == 2, "durable alone cannot close the gap"
     assert shown_count(panel.set(atomic=True)) == 1
@@ -121,18 +122,11 @@ def test_every_setting_counts_what_the_ledger_rule_predicts(durable, atomic, hon
         expected = 2 if (not atomic and not honours and key_lost) else 1
         assert panel.invoice_count == expected == shown_count(panel.text()), \
             f"durable={durable}, atomic={atomic}, honours={honours}, crash at {point}: expected {expected}"
-        chosen = panel.plan
+        chosen = panel.run
         assert chosen.mode == ("atomic" if atomic else "keyed" if honours else "naive")
-        assert panel.text().splitlines()[1].startswith(f"run: {chosen.mode} agent")
-
-
-def test_plan_says_when_it_maps_a_setting_onto_another_run():
-    assert plan(True, False, False, "after_ledger") == invoice_panel.Plan("naive", "after_ledger")
-    memory = plan(False, False, True, "after_ledger")
-    assert (memory.mode, memory.crash_at) == ("keyed", "after_effect_before_ledger") and memory.notes
-    assert plan(False, True, True, "none").mode == "atomic" and len(plan(False, True, True, "none").notes) == 2
-    with pytest.raises(ValueError, match="crash point"):
-        plan(True, False, False, "t7")
+        assert (chosen.crash_at, chosen.durable) == (point, durable or atomic), "the setting is played as it is"
+        assert panel.text().splitlines()[1] == f"run: {chosen.mode} agent, " + (
+            "no crash" if point == "none" else f"crash at {point}") + f": {chosen.agent}"
 
 
 def test_dropdown_offers_the_toolkit_points_and_no_crash():
@@ -147,16 +141,16 @@ def test_runs_are_cached_and_set_runs_once(monkeypatch):
     calls = []
     real = invoice_panel.run_scenario
 
-    def counting(mode, crash_at):
-        calls.append((mode, crash_at))
-        return real(mode, crash_at)
+    def counting(mode, crash_at, durable=True):
+        calls.append((mode, crash_at, durable))
+        return real(mode, crash_at, durable=durable)
 
     monkeypatch.setattr(invoice_panel, "run_scenario", counting)
     invoice_panel.clear_cache()
     try:
         panel = InvoicePanel()
         panel.set(durable=False, atomic=True, honours=True, crash="after_ledger")
-        assert calls == [("naive", "after_effect_before_ledger"), ("atomic", "after_ledger")], \
+        assert calls == [("naive", "after_effect_before_ledger", True), ("atomic", "after_ledger", True)], \
             "a set(...) that changes four controls must run one scenario, not four"
         panel.set(durable=True, atomic=False, honours=False, crash="after_effect_before_ledger")
         InvoicePanel()

@@ -8,13 +8,13 @@ import nbformat
 import pytest
 
 import toolkit as tk
-from toolkit.effects import (Action, Jitter, RetryPolicy, RetryController, RetryState, plan, retry_verdict,
-                             run_with_retries, step, walk)
+from toolkit.effects import (Action, Jitter, RetryPolicy, RetryController, RetryState, arrival_times, jitter_waits,
+                             peak_load, plan, plan_rows, retry_verdict, run_with_retries, step, walk)
 from toolkit.worlds import CREATE_INVOICE
 from toolkit.core import MEANING, NEXT_STEP, POINTS_AT
 from toolkit.present import formulas
-from toolkit.present.backoff_panel import BackoffPanel, plan_rows, plan_text
-from toolkit.present.retry_plots import arrival_times, jitter_plot, jitter_waits, peak_load
+from toolkit.present.backoff_panel import BackoffPanel, plan_text
+from toolkit.present.retry_plots import jitter_plot
 
 matplotlib.use("Agg")
 

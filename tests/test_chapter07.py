@@ -13,7 +13,8 @@ from toolkit.effects import AuditLog, run_audited
 from toolkit.effects import RetryPolicy, RetryController
 from toolkit.worlds import CREATE_INVOICE
 from toolkit.worlds.deploy import HEALTHY, compare_adapters, run_deploy_episode, rushed_versions, table
-from toolkit.effects import MALFORMED, Rate, drift, simulate_log
+from toolkit.effects import Rate
+from toolkit.worlds import MALFORMED, drift, simulate_log
 from toolkit.present.retry_plots import drift_plot, gaming_plot
 from toolkit.effects import FINAL, TRANSITIONS, IllegalTransition, RecordState, open_record
 

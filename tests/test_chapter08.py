@@ -12,12 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
-from toolkit.wire import scheduler
+from toolkit.wire import naive_pairing, pair_results, run_plan, run_round, schedule
 from toolkit.files import path_guard
 from toolkit.wire import SKETCH_FRAMES, AnthropicStream, Assembler, anthropic_stream, frames, openai_stream
 from toolkit.wire import IdMap, Refusal, fixture
-from toolkit.present.schedule_plots import StepRecorder, timeline, timeline_text, timelines
-from toolkit.present.stream_panel import WAITING, StreamPanel, describe_chunk, replay, split_events
+from toolkit.wire import SSEDecoder, StepRecorder, describe_chunk, replay, split_events
+from toolkit.present.schedule_plots import timeline, timeline_text, timelines
+from toolkit.present.stream_panel import WAITING, StreamPanel
 
 matplotlib.use("Agg")
 
@@ -245,15 +246,26 @@ def test_recorded_chunks_rejoin_exactly():
         assert "".join(split_events(fixture(name))) == fixture(name)
 
 
+def test_each_chunk_is_one_event_of_the_readers_own_decoder():
+    for name in STREAMS:
+        events = [(e.event, e.data) for e in SSEDecoder().feed(fixture(name))]
+        per_chunk = [[(e.event, e.data) for e in SSEDecoder().feed(chunk)] for chunk in split_events(fixture(name))]
+        assert per_chunk == [[event] for event in events], name
+    cut = "data: {}\n\n\n\ndata: [DO"
+    assert split_events(cut) == ["data: {}\n\n\n\n", "data: [DO"]       # stray blank lines stay with their event
+    assert describe_chunk("openai", "data: [DO", {}) == "event cut short 'data: [DO'"
+    assert describe_chunk("anthropic", "<html>\n\n", {}) == "unreadable chunk '<html>'"
+
+
 # ------------------------------------------------------------------ 8.6 the resource table
 def test_scheduler_reproduces_the_resource_table(host):
-    plan = scheduler.schedule(ROUND, host)
+    plan = schedule(ROUND, host)
     assert plan.waves == [["r1", "r2", "w1"], ["w2", "w3"], ["r3"]] and plan.depth == 3
     rows = {r["call_id"]: r for r in plan.rows()}
     assert rows["r1"]["wave"] == rows["r2"]["wave"]                                     # read-read: together
     assert rows["w2"]["waits_for"] == ["w1 (write-write file:notes/summary.md)"]         # write-write: in order
     assert rows["w3"]["waits_for"] == ["r1 (read-write file:src/config.ts)"]             # read-write: waits
-    assert scheduler.schedule(list(openai_stream(fixture("openai_stream.txt"))), host).depth == 1
+    assert schedule(list(openai_stream(fixture("openai_stream.txt"))), host).depth == 1
 
 
 def test_a_data_dependency_is_invisible_to_the_scheduler_and_needs_a_second_round(host, tmp_path):
@@ -261,22 +273,22 @@ def test_a_data_dependency_is_invisible_to_the_scheduler_and_needs_a_second_roun
     streamed = reader.feed(fixture("anthropic_stream.txt")) + reader.end()
     assert reader.text == "I'll read both files, then write the summary."
     # one round: the write's content was fixed before any read ran, and resources do not conflict -> one wave
-    assert scheduler.schedule(streamed, host).waves == [["call_1", "call_2", "call_3"]]
+    assert schedule(streamed, host).waves == [["call_1", "call_2", "call_3"]]
     assert streamed[2].arguments["content"] == "# Summary\n"                 # a placeholder, not a summary
     # two rounds: the reads first, then a write built from what they returned
     reads = [c for c in streamed if c.name == "read_file"]
-    first = scheduler.run_round(reads, host)
+    first = run_round(reads, host)
     assert [r.status.value for r in first.results] == ["succeeded", "succeeded"]
     seen = {c.arguments["path"]: first.by_id()[c.call_id].output["content"] for c in reads}
     summary = "# Summary\n" + "".join(f"- {path}: {text.strip()}\n" for path, text in seen.items())
-    second = scheduler.run_round([write("notes/summary.md", summary, "call_4")], host)
+    second = run_round([write("notes/summary.md", summary, "call_4")], host)
     assert second.results[0].ok
     written = (tmp_path / "notes" / "summary.md").read_text(encoding="utf-8")
     assert "export const port = 8080;" in written and '"/health"' in written
 
 
 def test_timeline_text_puts_each_call_in_its_steps(host):
-    plan = scheduler.schedule(ROUND, host)
+    plan = schedule(ROUND, host)
     lines = timeline_text(plan.rows()).splitlines()
     assert lines[0].split() == ["step", "0", "step", "1", "step", "2"]
     column = {line.split()[0]: line.index("[") for line in lines[1:]}
@@ -288,7 +300,7 @@ def test_timeline_text_puts_each_call_in_its_steps(host):
 def test_timeline_plot_draws_one_bar_per_call_in_logical_steps(host):
     import matplotlib.pyplot as plt
 
-    rows = scheduler.schedule(ROUND, host).rows()
+    rows = schedule(ROUND, host).rows()
     fig = timeline(rows, "plan")
     ax = fig.axes[0]
     bars = [(p.get_x(), p.get_x() + p.get_width()) for p in ax.patches]
@@ -306,9 +318,9 @@ def test_timeline_plot_draws_one_bar_per_call_in_logical_steps(host):
 # ------------------------------------------------------------------ 8.7 concurrency in logical steps
 @pytest.mark.parametrize("attempt", range(3))
 def test_measured_steps_equal_the_plan_on_a_real_thread_pool(host, attempt):
-    plan = scheduler.schedule(ROUND, host)
-    recorder = StepRecorder(host.execute, together=plan.waves)
-    report = scheduler.run_plan(plan, recorder)
+    plan = schedule(ROUND, host)
+    with StepRecorder(host.execute, together=plan.waves) as recorder:
+        report = run_plan(plan, recorder)
     assert report.summary() == "6 calls in 3 waves: 6 succeeded"
     assert recorder.steps == 3
     assert [(r["call_id"], r["start"]) for r in recorder.rows(ORDER)] == [(r["call_id"], r["wave"])
@@ -320,14 +332,14 @@ def test_measured_steps_equal_the_plan_on_a_real_thread_pool(host, attempt):
 
 
 def test_one_at_a_time_takes_a_step_per_call_and_one_worker_cannot_meet_the_barriers(host):
-    one_by_one = StepRecorder(host.execute)
-    for call in ROUND:
-        one_by_one(call)
+    with StepRecorder(host.execute) as one_by_one:
+        for call in ROUND:
+            one_by_one(call)
     assert one_by_one.steps == 6 and [r["start"] for r in one_by_one.rows(ORDER)] == list(range(6))
-    plan = scheduler.schedule(ROUND, host)
+    plan = schedule(ROUND, host)
     before = len(host.log)
-    recorder = StepRecorder(host.execute, together=plan.waves, timeout=0.3)
-    starved = scheduler.run_plan(plan, recorder, max_workers=1)
+    with StepRecorder(host.execute, together=plan.waves, timeout=0.3) as recorder:
+        starved = run_plan(plan, recorder, max_workers=1)
     assert starved.summary() == "6 calls in 3 waves: 5 failed, 1 succeeded"
     assert all(r.reason == "execution_failed" for r in starved.results[:5]) and starved.results[5].ok
     # the failures are the harness's own: no barrier was met and no tool ran for them, only r3 (alone in its wave)
@@ -336,20 +348,32 @@ def test_one_at_a_time_takes_a_step_per_call_and_one_worker_cannot_meet_the_barr
 
 
 def test_a_recorder_notices_a_call_started_too_early(host):
-    plan = scheduler.schedule(ROUND, host)
+    plan = schedule(ROUND, host)
     careless = StepRecorder(host.execute)
     for call in reversed(ROUND):               # an executor that ignores the plan
         careless(call)
     assert "w2 started before w1 finished" in careless.broken_waits(plan)
 
 
+def test_leaving_the_recorder_frees_a_thread_parked_at_its_barrier(host):
+    r1, r2 = ROUND[0], ROUND[1]
+    out = []
+    with StepRecorder(host.execute, together=[[r1.call_id, r2.call_id]], timeout=30) as recorder:
+        worker = threading.Thread(target=lambda: out.append(pytest.raises(RuntimeError, recorder, r1)))
+        worker.start()
+        while not recorder.rows():                         # until r1 is in, waiting for r2, which never comes
+            threading.Event().wait(0.01)
+    worker.join(5)                                         # the block's end broke the barrier: no 30 s wait
+    assert not worker.is_alive() and recorder.met == {r1.call_id: False} and len(out) == 1
+
+
 # ------------------------------------------------------------------ 8.8 partial success
 def test_partial_success_is_reported_per_call(host):
-    report = scheduler.run_round(ABC, host)
+    report = run_round(ABC, host)
     assert report.summary() == "3 calls in 1 wave: 2 succeeded, 1 rejected"
     assert [(r["call_id"], r["status"], r["reason"]) for r in report.rows()] == [
         ("call_A", "succeeded", "-"), ("call_B", "succeeded", "-"), ("call_C", "rejected", "path_refused")]
-    report = scheduler.run_round(ABC + [read("../C.md", "call_D")], host, cancel_dependents=True)
+    report = run_round(ABC + [read("../C.md", "call_D")], host, cancel_dependents=True)
     assert [r.status.value for r in report.results] == ["succeeded", "succeeded", "rejected", "cancelled"]
     assert report.results[3].errors[0].message == "not run: call_C failed and this call waits for it"
 
@@ -375,17 +399,17 @@ def reversed_arrival(host):
 
 def test_naive_pairing_crosses_the_wires_and_pairing_by_id_does_not(host):
     slow_disk, arrived = reversed_arrival(host)
-    report = scheduler.run_round(ABC, host, slow_disk)
+    report = run_round(ABC, host, slow_disk)
     assert [r.call_id for r in arrived] == ["call_C", "call_B", "call_A"]
-    naive = scheduler.naive_pairing(ABC, arrived)
+    naive = naive_pairing(ABC, arrived)
     assert naive["call_A"].status is tk.Status.REJECTED and "'../C.md'" in naive["call_A"].errors[0].message
     assert naive["call_C"].ok and naive["call_C"].output["content"] == "contents of A\n"   # looks like success
-    paired, problems = scheduler.pair_results(ABC, arrived)
+    paired, problems = pair_results(ABC, arrived)
     assert problems == [] and paired["call_A"].output["content"] == "contents of A\n"
     assert paired["call_C"].reason == "path_refused"
     assert [(r.call_id, r.status.value) for r in report.results] == [
         ("call_A", "succeeded"), ("call_B", "succeeded"), ("call_C", "rejected")]
-    _, problems = scheduler.pair_results(ABC, arrived[:2])
+    _, problems = pair_results(ABC, arrived[:2])
     assert [e.line() for e in problems] == ["$.call_id: call 'call_A' has no result"]
 
 
@@ -396,7 +420,7 @@ def test_an_executor_that_hands_back_the_wrong_result_is_caught(host):
         slow_disk(call)
         return arrived[0]
 
-    report = scheduler.run_round(ABC, host, first_in_inbox)
+    report = run_round(ABC, host, first_in_inbox)
     assert [r.reason for r in report.results] == ["call_id_mismatch", "call_id_mismatch", "path_refused"]
     assert report.results[0].errors[0].message == \
         "the executor returned a result for 'call_C' as the answer to 'call_A'"

@@ -5,6 +5,7 @@ import textwrap
 
 from hypothesis import given, settings, strategies as st
 
+from toolkit.files import claims as cl
 from toolkit.files import exports as ex
 from toolkit.worlds import SCENARIO, copy_scenario
 from toolkit.core import ToolError
@@ -72,8 +73,8 @@ def test_exports_are_read_without_executing_the_module(tmp_path):
         def quiet(): pass
     """)
     assert ex.read_exports(tmp_path, "noisy").names == ("quiet",)
-    assert ex.check_imports("from noisy import quiet", tmp_path) == []
-    assert ex.check_imports("from noisy import loud", tmp_path)[0].code == "symbol_not_exported"
+    assert cl.check_imports("from noisy import quiet", tmp_path) == []
+    assert cl.check_imports("from noisy import loud", tmp_path)[0].code == "symbol_not_exported"
     assert not marker.exists(), "reading exports must never run the module"
     # control: importing it for real does run it, so the check above could have failed
     subprocess.run([sys.executable, "-c", "import noisy"], cwd=tmp_path, check=True)
@@ -96,11 +97,12 @@ def test_a_symlink_out_of_the_workspace_is_not_a_module(tmp_path):
     root.mkdir()
     (root / "secret.py").symlink_to(outside)
     assert ex.find_module(root, "secret") is None
-    assert ex.check_imports("from secret import key", root)[0].message == "module not found in the workspace"
+    assert cl.check_imports("from secret import key", root)[0].message == "module not found in the workspace"
+    assert ex.workspace_modules(root) == []          # a hint never names a module the reader refuses
 
 
 def test_the_calamity_import_is_refused_with_the_exported_names():
-    errors = ex.check_imports("from publication_manifest import load_manifest", SCENARIO)
+    errors = cl.check_imports("from publication_manifest import load_manifest", SCENARIO)
     assert len(errors) == 1
     error = errors[0]
     assert (error.code, error.pointer, error.message) == (
@@ -113,46 +115,46 @@ def test_the_calamity_import_is_refused_with_the_exported_names():
 
 
 def test_the_corrected_import_passes():
-    assert ex.check_imports("from publication_manifest import load_publication_manifest", SCENARIO) == []
+    assert cl.check_imports("from publication_manifest import load_publication_manifest", SCENARIO) == []
 
 
 def test_each_bad_name_in_one_statement_is_reported_in_source_order():
     code = "import json\nfrom publication_manifest import ManifestError, load_manifest, read_manifest\n"
-    pointers = [e.pointer for e in ex.check_imports(code, SCENARIO)]
+    pointers = [e.pointer for e in cl.check_imports(code, SCENARIO)]
     assert pointers == ["import publication_manifest.load_manifest", "import publication_manifest.read_manifest"]
 
 
 def test_other_import_forms():
     root = SCENARIO
     # a plain import of a module that exists; a stdlib import is trusted without reading it
-    assert ex.check_imports("import publication_manifest\nimport json\nfrom pathlib import Path", root) == []
+    assert cl.check_imports("import publication_manifest\nimport json\nfrom pathlib import Path", root) == []
     # "import a.b" claims a module a.b, which does not exist
-    [error] = ex.check_imports("import publication_manifest.load_manifest", root)
+    [error] = cl.check_imports("import publication_manifest.load_manifest", root)
     assert error.message == "module not found in the workspace"
     assert error.hint == "did you mean publication_manifest?"
     # an unknown module, a star import, an import nested in a function
-    assert ex.check_imports("from publication_manifests import x", root)[0].hint == \
+    assert cl.check_imports("from publication_manifests import x", root)[0].hint == \
         "did you mean publication_manifest?"
-    assert ex.check_imports("from publication_manifest import *", root)[0].message == \
+    assert cl.check_imports("from publication_manifest import *", root)[0].message == \
         "star import names nothing that can be checked"
-    assert ex.check_imports("def f():\n    from publication_manifest import nope\n", root)[0].pointer == \
+    assert cl.check_imports("def f():\n    from publication_manifest import nope\n", root)[0].pointer == \
         "import publication_manifest.nope"
 
 
 def test_relative_imports_resolve_against_the_importer(tmp_path):
     write(tmp_path, "pkg/__init__.py", "")
     write(tmp_path, "pkg/a.py", "__all__ = ['A']\nA = 1\n")
-    assert ex.check_imports("from .a import A", tmp_path, importer="pkg.b") == []
-    assert ex.check_imports("from .a import B", tmp_path, importer="pkg.b")[0].pointer == "import pkg.a.B"
-    assert ex.check_imports("from .a import A", tmp_path)[0].message == "relative import cannot be resolved here"
+    assert cl.check_imports("from .a import A", tmp_path, importer="pkg.b") == []
+    assert cl.check_imports("from .a import B", tmp_path, importer="pkg.b")[0].pointer == "import pkg.a.B"
+    assert cl.check_imports("from .a import A", tmp_path)[0].message == "relative import cannot be resolved here"
 
 
 def test_code_that_does_not_parse_gets_a_structured_error():
-    [error] = ex.check_imports("from publication_manifest import (load_manifest", SCENARIO)
+    [error] = cl.check_imports("from publication_manifest import (load_manifest", SCENARIO)
     assert error.code == "precondition_failed"
     assert error.pointer == "code line 1" and error.message.startswith("does not parse")
-    assert ex.check_imports("x = 1\0", SCENARIO)[0].message.startswith("does not parse")
-    assert ex.check_imports(None, SCENARIO)[0].message == "code must be text"
+    assert cl.check_imports("x = 1\0", SCENARIO)[0].message.startswith("does not parse")
+    assert cl.check_imports(None, SCENARIO)[0].message == "code must be text"
 
 
 def test_a_module_that_does_not_parse_is_an_error_not_a_crash(tmp_path):
@@ -165,7 +167,7 @@ def test_a_module_that_does_not_parse_is_an_error_not_a_crash(tmp_path):
 def test_introduced_claims_are_only_the_new_ones():
     before = "import json\nfrom a import b\n"
     after = "import json\nfrom a import b, c\nimport d\n"
-    claims, errors = ex.introduced_claims(before, after)
+    claims, errors = cl.introduced_claims(before, after)
     assert errors == [] and [c.pointer for c in claims] == ["import a.c", "import d"]
 
 
@@ -184,5 +186,5 @@ def test_inspect_exports_tool_reads_a_copy(tmp_path):
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=200))
 def test_any_text_gives_errors_never_an_exception(code):
-    errors = ex.check_imports(code, SCENARIO)
+    errors = cl.check_imports(code, SCENARIO)
     assert all(isinstance(e, ToolError) for e in errors)

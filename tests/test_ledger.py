@@ -7,8 +7,9 @@ import toolkit as tk
 from toolkit.worlds import billing_service
 from toolkit.worlds import CREATE_INVOICE, Books
 from toolkit.worlds import race
-from toolkit.effects import (Answer, Ledger, LedgerStatus, MemoryLedger, SqliteLedger, canonical_json, decode_result,
-                            encode_result, fingerprint, invoke)
+from toolkit.core import MAX_DEPTH
+from toolkit.effects import (Answer, Ledger, LedgerStatus, MemoryLedger, SqliteLedger, canonical_json, connect,
+                             decode_result, encode_result, fingerprint, invoke, transaction)
 
 ARGS = {"order_id": "order-431", "amount": 100, "currency": "EUR", "idempotency_key": "invoice-431"}
 
@@ -201,6 +202,33 @@ def test_connection_settings(db):
     assert db.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.conn.execute("PRAGMA synchronous").fetchone()[0] == 2          # FULL
     assert db.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 10_000
+
+
+def test_transaction_commits_or_rolls_back_everything(tmp_path):
+    conn = connect(tmp_path / "t.db")
+    conn.execute("CREATE TABLE t (x INTEGER)")
+    with transaction(conn):
+        conn.execute("INSERT INTO t VALUES (1)")
+    with pytest.raises(RuntimeError):
+        with transaction(conn):
+            conn.execute("INSERT INTO t VALUES (2)")
+            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError):                   # already rolled back inside: the error still shows
+        with transaction(conn):
+            conn.execute("ROLLBACK")
+            raise RuntimeError("boom")
+    assert conn.execute("SELECT x FROM t").fetchall() == [(1,)] and not conn.in_transaction
+    conn.close()
+
+
+def test_argument_nesting_cap_is_the_schema_layers(db):
+    ok = current = {}
+    for _ in range(MAX_DEPTH - 1):
+        current["a"] = {}
+        current = current["a"]
+    assert db.call("deep", lambda a: 1, ok).ok
+    current["a"] = {"b": {}}
+    assert db.call("deeper", lambda a: 1, ok).error.code == "not_serializable"
 
 
 def test_atomic_effect_failure_rolls_back_both(db):

@@ -1,8 +1,8 @@
 """What to measure: every rate read back from a real log, and the chapter's 6/200 = 3 %."""
 import pytest
 
-from toolkit.effects import (MALFORMED, CallRow, Rate, drift, invoice_contract, measure, rows_from_attempts,
-                             rows_from_audit, simulate_log)
+from toolkit.effects import CallRow, Rate, measure, rows_from_attempts, rows_from_audit
+from toolkit.worlds import MALFORMED, drift, invoice_contract, log_books, simulate_log
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def test_every_measure_agrees_with_the_world(guarded):
     assert report.postcondition_success.total == sum(r.ran for r in rows) == 200 - 6 - len(asked)
     assert report.postcondition_success.hits == sum(r.final == "succeeded" for r in rows)
     # rollbacks: one voided invoice per rollback
-    assert report.rollbacks.hits == sum(i["void"] for i in world.invoices) >= 1
+    assert report.rollbacks.hits == len(world.voided) >= 1
     # duplicates: with the controller, no order has two live invoices
     assert report.duplicate_side_effects.hits == 0
     assert all(len(world.live_invoices(o)) <= 1 for o in world.orders)
@@ -119,11 +119,10 @@ def test_no_drift_no_climb():
 
 def test_rows_from_attempts_reads_a_host_log():
     import toolkit as tk
-    from toolkit.effects import Billing
 
-    world = Billing(p_unapproved=0.0, faults={})
+    world = log_books(p_unapproved=0.0, faults={})
     world.open_order("order-1", 10.0)
-    host = tk.Host.of([tk.Tool(invoice_contract(), world.create)],
+    host = tk.Host.of([tk.Tool(invoice_contract(), world.issue)],
                       tk.Caller("agent-427", frozenset({"billing.write"})), world)
     good = {"order_id": "order-1", "amount": 10.0, "currency": "EUR", "idempotency_key": "k1"}
     host.execute(tk.request("create_invoice", good, call_id="a"))

@@ -10,11 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
-import toolkit.files.workspace as wsmod
+import toolkit.files.confinement as ladder
 from hostile_paths import (CAP, HOSTILE, LEGIT, SECRETS, build_tree, file_opens, recording_opens, stray_opens,
                            within)
-from toolkit.files import LAYERS, allowed_extensions, make_read_file
-from toolkit.files import HINTS, Workspace
+from toolkit.files import READ_FILE_LAYERS, allowed_extensions, make_read_file, read_file_switch
+from toolkit.files import AUTHORIZATION_KINDS, HINTS, ReadRefused, Workspace
+from toolkit.core import LAYER_OF
 
 
 @pytest.fixture(scope="module")
@@ -111,10 +112,20 @@ def test_with_every_layer_cut_the_executor_still_refuses(tree, template, kind):
     assert bare.log[-1].verdict.legal == 1                   # the host waved it through...
     assert result.status is tk.Status.REJECTED               # ...and rung 3's executor still said no
     assert result.reason == "path_refused" and result.errors[0].code == "path_refused"
-    refusal_class = tk.FailureClass.AUTHORIZATION if kind in wsmod.AUTHORIZATION_KINDS else tk.FailureClass.PRECONDITION
+    refusal_class = tk.FailureClass.AUTHORIZATION if kind in AUTHORIZATION_KINDS else tk.FailureClass.PRECONDITION
     assert result.failure_class is refusal_class
     assert file_opens(opens) == [] and stray_opens(opens, tree.ws) == []
     assert shows_nothing_private(result, tree)
+
+
+def test_the_executors_refusal_carries_its_rung_as_a_field(tree):
+    bare = make_read_file(tree.ws, max_bytes=CAP, layers=())
+    for path, rung in (("../outside/secret.txt", 1), ("link_out", 2), ("big.bin", 3)):
+        with pytest.raises(ReadRefused) as caught:
+            bare.run({"path": path}, None)
+        assert isinstance(caught.value, tk.ToolFailure) and caught.value.reason == "path_refused"
+        assert caught.value.rung == caught.value.refusal.rung == rung, path
+        assert caught.value.error.message.startswith(f"rung {rung} (")
 
 
 @pytest.mark.parametrize("template, real", LEGIT, ids=[r for _, r in LEGIT])
@@ -157,7 +168,9 @@ def test_cutting_the_business_layer_turns_wrong_tool_into_an_executor_refusal(tr
 def test_unknown_layer_names_are_a_programming_error(tree):
     with pytest.raises(ValueError, match="unknown layers"):
         make_read_file(tree.ws, layers={"schema", "paths"})
-    assert LAYERS == {"schema", "path", "business"}
+    assert list(READ_FILE_LAYERS) == ["schema", "path", "business"]
+    assert [layer.test for layer in READ_FILE_LAYERS.values()] == list(LAYER_OF)       # one layer map
+    assert [read_file_switch(test) for test in ("schema_ok", "auth_ok", "Pre")] == ["schema", "path", "business"]
 
 
 # ---------------------------------------------------------- check, then use
@@ -178,7 +191,7 @@ def test_a_file_swapped_for_a_link_between_check_and_run_is_refused(tmp_path):
 def test_a_link_swapped_in_inside_the_executor_is_caught_by_rung_3(tmp_path, monkeypatch):
     tree = build_tree(tmp_path)
     host = host_for(tree)
-    real_check = wsmod.check_realpath
+    real_check = ladder.check_realpath
 
     def check_then_swap(root, path):
         relative = real_check(root, path)
@@ -187,7 +200,7 @@ def test_a_link_swapped_in_inside_the_executor_is_caught_by_rung_3(tmp_path, mon
         return relative
 
     verdict = host.check(tk.request("read_file", {"path": "notes.txt"}, call_id="race"))
-    monkeypatch.setattr(wsmod, "check_realpath", check_then_swap)
+    monkeypatch.setattr(ladder, "check_realpath", check_then_swap)
     with recording_opens() as opens:
         result = host.execute(verdict.call, verdict)
     assert result.status is tk.Status.REJECTED and "rung 3" in result.errors[0].message

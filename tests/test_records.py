@@ -155,3 +155,17 @@ def test_summary_keeps_what_helps_troubleshooting():
 
 def test_long_summaries_are_cut():
     assert len(argument_summary({"text": "a" * 1000})) == 120
+
+
+def test_the_chapter01_diagram_lists_only_moves_the_record_allows():
+    """``call_stages`` is what the chapter 01 diagram draws; every move it lists is a legal record move."""
+    from toolkit.effects import BRANCHES, STAGES, Branch, main_moves, moves, not_drawn, status_of
+
+    drawn = moves()
+    assert all(b in TRANSITIONS[a] for a, b in drawn)
+    assert set(drawn) | set(not_drawn()) == {(a, b) for a in TRANSITIONS for b in TRANSITIONS[a]}
+    assert main_moves()[0] == (RecordState.REQUESTED, RecordState.APPROVED) and STAGES[0].state is None
+    assert status_of(RecordState.TIMEOUT) is Status.TIMEOUT and status_of(RecordState.AWAITING_HUMAN) is None
+    assert "a person decides" in BRANCHES[-1].advice
+    with pytest.raises(ValueError, match="does not allow"):
+        moves(branches=BRANCHES + (Branch("schema", "skip", RecordState.REQUESTED, RecordState.SUCCEEDED, "x"),))

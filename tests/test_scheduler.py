@@ -5,7 +5,7 @@ import time
 import pytest
 
 import toolkit as tk
-from toolkit.wire import scheduler as sc
+import toolkit.wire as sc
 from toolkit.wire import Assembler
 
 WRITE_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},

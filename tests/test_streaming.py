@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 
 import toolkit as tk
 from toolkit.core import schema
-from toolkit.wire import streaming
-from toolkit.wire import Assembler, Preview, SKETCH_FRAMES, anthropic_stream, openai_stream
+from toolkit.core import not_a_call
+from toolkit.wire import (AnthropicStream, Assembler, OpenAIStream, Preview, SKETCH_FRAMES, anthropic_stream, frames,
+                          openai_stream)
 from toolkit.wire import IdMap, Refusal, fixture
 
 READ_SCHEMA = {"type": "object",
@@ -58,7 +59,7 @@ def test_sketch_pieces_are_parseable_only_after_the_completion_event():
 
 
 def test_frames_table_marks_only_the_completion_row_runnable():
-    rows = streaming.frames(SKETCH_FRAMES)
+    rows = frames(SKETCH_FRAMES)
     assert [r["frame"] for r in rows] == ["t1", "t2", "t3", "t4", "completion event"]
     assert [r["runnable"] for r in rows] == [False, False, False, False, True]
     assert rows[-1]["call"].startswith('read_file({"path": "src/config.ts"})')
@@ -102,7 +103,7 @@ def test_host_does_not_run_a_preview():
     host, ran = spy_host()
     result = host.execute(preview)
     assert ran == [] and result.status is tk.Status.REJECTED and result.reason == "not_a_call"
-    refused = streaming.not_a_call(preview)
+    refused = not_a_call(preview)
     assert refused.status is tk.Status.REJECTED and refused.reason == "not_a_call"
     assert refused.errors[0].received == "Preview"
 
@@ -116,7 +117,7 @@ def test_parse_happens_once_and_only_at_the_completion_signal(monkeypatch):
         calls.append(len(raw))
         return real(raw)
 
-    monkeypatch.setattr(streaming.schema, "parse_arguments", counting)
+    monkeypatch.setattr(schema, "parse_arguments", counting)
     asm = Assembler()
     text = json.dumps({"path": "src/config.ts", "content": "x" * 5000})
     for i in range(0, len(text), 7):
@@ -207,7 +208,7 @@ def test_openai_fixture_stream_assembles_three_calls_in_index_order():
 
 
 def test_anthropic_fixture_stream_assembles_calls_and_keeps_text():
-    reader = streaming.AnthropicStream()
+    reader = AnthropicStream()
     out = reader.feed(fixture("anthropic_stream.txt")) + reader.end()
     assert [(c.name, c.arguments["path"]) for c in out] == [
         ("read_file", "src/config.ts"), ("read_file", "src/routes.ts"), ("write_file", "notes/summary.md")]
@@ -216,7 +217,7 @@ def test_anthropic_fixture_stream_assembles_calls_and_keeps_text():
 
 
 def test_repeating_server_fixture_gives_one_clean_call():
-    reader = streaming.OpenAIStream()
+    reader = OpenAIStream()
     out = reader.feed(fixture("openai_stream_repeats.txt"))
     assert [(c.name, c.arguments) for c in out] == [("read_file", {"path": "src/config.ts"})]
     assert reader.text == "Reading the config."
@@ -331,7 +332,7 @@ def test_anthropic_block_that_never_closed_is_refused():
 
 
 def test_previews_while_streaming_then_calls():
-    reader = streaming.OpenAIStream()
+    reader = OpenAIStream()
     text = fixture("openai_stream.txt")
     events = text.split("\n\n")
     shown = []

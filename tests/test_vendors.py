@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
-from toolkit.wire import vendors as v
+import toolkit.wire as v
 from toolkit.worlds import CREATE_INVOICE
 from toolkit.wire import anthropic_stream, openai_stream
 from toolkit.wire import IdMap, Refusal, fixture
@@ -167,6 +167,21 @@ def test_duplicate_and_orphan_results_are_found():
     assert codes == ["duplicate_result", "missing_result", "orphan_result"]
 
 
+def test_a_conversation_and_gathered_results_are_paired_by_one_rule():
+    ids = IdMap()
+    calls = v.openai_calls(fixture("openai_response.json"), ids)
+    first, second, third = (c.call_id for c in calls)
+    results = [tk.ToolResult(i, tk.Status.SUCCEEDED) for i in (second, second, "call_nobody")]
+    history = [fixture("openai_response.json")["choices"][0]["message"], *v.openai_tool_messages(results[:2], ids),
+               {"role": "tool", "tool_call_id": "call_nobody", "content": "{}"}]
+    _, gathered = v.pair_results(calls, results)
+    in_history = v.check_conversation(history, "openai")
+    assert [e.code for e in gathered] == [e.code for e in in_history] == [
+        "duplicate_result", "orphan_result", "missing_result", "missing_result"]
+    assert [e.message for e in gathered][2:] == [f"call {first!r} has no result", f"call {third!r} has no result"]
+    assert gathered[1].message == in_history[1].message == "result for 'call_nobody' answers no call"
+
+
 def test_anthropic_results_must_come_in_the_next_user_turn():
     messages = copy.deepcopy(fixture("anthropic_followup.json")["messages"])
     late = messages.pop(2)
@@ -250,6 +265,17 @@ def test_a_cut_openai_response_refuses_every_call():
 def test_a_max_tokens_anthropic_response_refuses_every_call():
     message = {**fixture("anthropic_response.json"), "stop_reason": "max_tokens"}
     assert {o.code for o in v.anthropic_calls(message, IdMap())} == {"response_incomplete"}
+
+
+@pytest.mark.parametrize("reason", sorted(v.CUT))
+def test_every_cut_reason_refuses_whole_responses_and_streams_alike(reason):
+    response = copy.deepcopy(fixture("openai_response.json"))
+    response["choices"][0]["finish_reason"] = reason
+    message = dict(fixture("anthropic_response.json"), stop_reason=reason)
+    stream = v.Assembler()
+    stream.add(0, call_id="c1", name="read_file", arguments='{"path": "src/config.ts"}')
+    for outcome in (v.openai_calls(response, IdMap()), v.anthropic_calls(message, IdMap()), stream.finish(reason)):
+        assert outcome and all(isinstance(o, Refusal) for o in outcome), reason
 
 
 def test_calls_sharing_an_id_are_all_refused_with_one_result():

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import toolkit.files.workspace as wsmod
+import toolkit.files.confinement as ladder
 from hostile_paths import (CAP, HOSTILE, LEGIT, SECRETS, build_tree, file_opens, is_directory_open,
                            recording_opens, stray_opens, within)
 from toolkit.core import FailureClass
-from toolkit.files import (HINTS, FileRead, PathRefused, Workspace, check_lexical, check_realpath,
-                               open_confined)
+from toolkit.files import (AUTHORIZATION_KINDS, HINTS, FileRead, PathRefused, Workspace, check_lexical,
+                           check_realpath, open_confined)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_hostile_path_is_refused_without_opening_anything(tree, ws, template, ki
         assert opens == [], f"rungs 1-2 must not open anything, saw {opens}"
     assert file_opens(opens) == [], f"{template!r}: a non-directory was opened: {file_opens(opens)}"
     assert stray_opens(opens, tree.ws) == []
-    expected_class = FailureClass.AUTHORIZATION if kind in wsmod.AUTHORIZATION_KINDS else FailureClass.PRECONDITION
+    expected_class = FailureClass.AUTHORIZATION if kind in AUTHORIZATION_KINDS else FailureClass.PRECONDITION
     assert refusal.failure_class is expected_class
 
 
@@ -211,8 +211,8 @@ def test_a_link_swapped_in_after_rung_2_is_not_followed(fresh, monkeypatch, vict
     tree, ws = fresh
     if victim == "src/app":
         (tree.outside / "main.py").write_bytes(SECRETS[0])
-    monkeypatch.setattr(wsmod, "check_realpath",
-                        _after(wsmod.check_realpath, lambda: _swap_to_link(tree.ws / victim, target)))
+    monkeypatch.setattr(ladder, "check_realpath",
+                        _after(ladder.check_realpath, lambda: _swap_to_link(tree.ws / victim, target)))
     with recording_opens() as opens, pytest.raises(PathRefused) as caught:
         ws.read(path)
     assert (caught.value.rung, caught.value.kind) == (3, "symlink")
@@ -222,8 +222,11 @@ def test_a_link_swapped_in_after_rung_2_is_not_followed(fresh, monkeypatch, vict
 
 def test_a_link_swapped_in_after_the_lstat_fails_the_nofollow_open(fresh, monkeypatch):
     tree, ws = fresh
-    monkeypatch.setattr(wsmod, "stat_entry",
-                        _after(wsmod.stat_entry, lambda: _swap_to_link(tree.ws / "notes.txt", "../outside/secret.txt")))
+
+    def swap():
+        _swap_to_link(tree.ws / "notes.txt", "../outside/secret.txt")
+
+    monkeypatch.setattr(ladder, "stat_entry", _after(ladder.stat_entry, swap))
     with recording_opens() as opens, pytest.raises(PathRefused) as caught:
         ws.read("notes.txt")
     assert (caught.value.rung, caught.value.kind) == (3, "symlink")
@@ -238,7 +241,7 @@ def test_a_fifo_swapped_in_after_the_lstat_does_not_block(fresh, monkeypatch):
         os.mkfifo(tree.ws / "fifo.new")
         os.rename(tree.ws / "fifo.new", tree.ws / "notes.txt")
 
-    monkeypatch.setattr(wsmod, "stat_entry", _after(wsmod.stat_entry, to_fifo))
+    monkeypatch.setattr(ladder, "stat_entry", _after(ladder.stat_entry, to_fifo))
     with pytest.raises(PathRefused) as caught:
         within(5, ws.read, "notes.txt")
     assert caught.value.kind == "changed" and "FIFO" in caught.value.why
@@ -251,7 +254,7 @@ def test_a_file_replaced_after_the_lstat_is_refused(fresh, monkeypatch):
         (tree.ws / "notes.new").write_bytes(b"another file")
         os.rename(tree.ws / "notes.new", tree.ws / "notes.txt")
 
-    monkeypatch.setattr(wsmod, "stat_entry", _after(wsmod.stat_entry, replace))
+    monkeypatch.setattr(ladder, "stat_entry", _after(ladder.stat_entry, replace))
     with pytest.raises(PathRefused) as caught:
         ws.read("notes.txt")
     assert caught.value.kind == "changed" and caught.value.error.retryable
@@ -259,8 +262,8 @@ def test_a_file_replaced_after_the_lstat_is_refused(fresh, monkeypatch):
 
 def test_a_file_that_grows_past_the_cap_is_refused(fresh, monkeypatch):
     tree, ws = fresh
-    monkeypatch.setattr(wsmod, "stat_entry",
-                        _after(wsmod.stat_entry, lambda: (tree.ws / "notes.txt").write_bytes(b"y" * (CAP + 10))))
+    monkeypatch.setattr(ladder, "stat_entry",
+                        _after(ladder.stat_entry, lambda: (tree.ws / "notes.txt").write_bytes(b"y" * (CAP + 10))))
     with pytest.raises(PathRefused) as caught:
         ws.read("notes.txt")
     assert caught.value.kind == "too_large"
@@ -268,7 +271,7 @@ def test_a_file_that_grows_past_the_cap_is_refused(fresh, monkeypatch):
 
 def test_a_file_that_grows_during_the_read_is_cut_at_the_cap(fresh, monkeypatch):
     tree, ws = fresh
-    real_read, lengths = wsmod._read_at_most, []
+    real_read, lengths = ladder._read_at_most, []
 
     def grow_then_read(fd, limit):
         with open(tree.ws / "notes.txt", "ab") as handle:
@@ -277,7 +280,7 @@ def test_a_file_that_grows_during_the_read_is_cut_at_the_cap(fresh, monkeypatch)
         lengths.append(len(data))
         return data
 
-    monkeypatch.setattr(wsmod, "_read_at_most", grow_then_read)
+    monkeypatch.setattr(ladder, "_read_at_most", grow_then_read)
     with pytest.raises(PathRefused) as caught:
         ws.read("notes.txt")
     assert caught.value.kind == "too_large" and "while being read" in caught.value.why
@@ -286,7 +289,7 @@ def test_a_file_that_grows_during_the_read_is_cut_at_the_cap(fresh, monkeypatch)
 
 def test_a_file_that_vanishes_after_the_lstat_is_refused(fresh, monkeypatch):
     tree, ws = fresh
-    monkeypatch.setattr(wsmod, "stat_entry", _after(wsmod.stat_entry, (tree.ws / "notes.txt").unlink))
+    monkeypatch.setattr(ladder, "stat_entry", _after(ladder.stat_entry, (tree.ws / "notes.txt").unlink))
     with pytest.raises(PathRefused) as caught:
         ws.read("notes.txt")
     assert caught.value.kind == "changed"
@@ -298,7 +301,7 @@ def test_an_io_error_during_the_read_is_a_refusal_without_a_leaked_descriptor(fr
     def broken_disk(fd, limit):
         raise OSError(5, "Input/output error", str(tree.ws / "notes.txt"))
 
-    monkeypatch.setattr(wsmod, "_read_at_most", broken_disk)
+    monkeypatch.setattr(ladder, "_read_at_most", broken_disk)
     before = sorted(os.listdir("/proc/self/fd")) if Path("/proc/self/fd").exists() else []
     with pytest.raises(PathRefused) as caught:
         ws.read("notes.txt")
@@ -332,3 +335,29 @@ def test_any_string_is_read_inside_or_refused_with_a_structured_error(tree, ws, 
         real = (tree.ws / got.path).resolve()
         assert real.is_relative_to(tree.ws) and real.read_bytes() == got.data
         assert not any(secret in got.data for secret in SECRETS)
+
+
+# ------------------------------------------------------- one ladder for every file tool
+def test_every_file_tool_climbs_the_same_ladder(tree):
+    from toolkit.core import ToolError
+    from toolkit.files import find_module, locate, resolve_in_workspace
+
+    real, relative = locate(tree.ws, "src/config.ts")
+    assert (real, relative) == (tree.ws.resolve() / "src/config.ts", PurePosixPath("src/config.ts"))
+    with pytest.raises(PathRefused) as caught:
+        locate(tree.ws, "link_out")
+    assert (caught.value.rung, caught.value.kind) == (2, "outside")
+    # edit_file keeps its own stricter text rules (no absolute path, no "..") and adds the ladder's
+    assert resolve_in_workspace(tree.ws, "src/config.ts") == real
+    for path, message in (("/etc/passwd", "absolute paths are refused"), ("src/../notes.txt", "'..' is refused"),
+                          ("link_out", "file_path resolves outside the workspace"),
+                          ("src\\config.ts", "file_path is refused: it contains a backslash"),
+                          ("notes\u202e.txt", "file_path is refused: it contains a control")):
+        error = resolve_in_workspace(tree.ws, path)
+        assert isinstance(error, ToolError) and error.code == "path_refused" and message in error.message, path
+    # the exports reader finds only modules whose real file is inside
+    (tree.ws / "mod_out.py").symlink_to(tree.outside / "secret.txt")
+    try:
+        assert find_module(tree.ws, "mod_out") is None
+    finally:
+        (tree.ws / "mod_out.py").unlink()

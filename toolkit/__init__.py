@@ -32,18 +32,12 @@ Importing ``toolkit`` is light: sympy, matplotlib and ipywidgets load only
 inside ``toolkit.present``, when a chapter draws or shows something, and
 ``worlds`` loads only when a chapter asks for its scenery.
 """
-from toolkit.core.calls import CallIds, ToolCall, request
-from toolkit.core.contracts import Condition, Contract, Retry
-from toolkit.core.errors import ToolError
-from toolkit.core.host import Attempt, Host, Tool, rejection
-from toolkit.core.loop import ScriptedPolicy, State, contract_allows, evaluate, invoke_with_ledger
-from toolkit.effects.ledger import Answer, Ledger, LedgerStatus, MemoryLedger, SqliteLedger, invoke
-from toolkit.core.legality import Caller, Outcome, Test, Verdict, check, legal
-from toolkit.core.results import FailureClass, Status, ToolFailure, ToolResult
-from toolkit.files.read_file import make_read_file
-from toolkit.core.redaction import redact
-from toolkit.core.scoring import Choice, Option, choose, expected_value, governed_score
-from toolkit.files.workspace import PathRefused, Workspace
+from toolkit.core import (Attempt, CallIds, Caller, Choice, Condition, Contract, FailureClass, Host, Option, Outcome,
+                          Retry, ScriptedPolicy, State, Status, Test, Tool, ToolCall, ToolError, ToolFailure, ToolResult,
+                          Verdict, check, choose, contract_allows, evaluate, expected_value, governed_score,
+                          invoke_with_ledger, legal, redact, rejection, request)
+from toolkit.effects import Answer, Ledger, LedgerStatus, MemoryLedger, SqliteLedger, invoke
+from toolkit.files import PathRefused, Workspace, make_read_file
 
 __version__ = "0.1.0"
 

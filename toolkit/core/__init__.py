@@ -7,9 +7,10 @@ from toolkit._exports import lazy_exports
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "calls": ("CallIds", "request", "ToolCall"),
     "errors": ("CODES", "pointer_for", "shorten", "ToolError"),
+    "limits": ("MAX_ARGUMENT_BYTES", "MAX_DEPTH"),
     "redaction": ("is_secret_name", "redact", "REDACTED", "scrub", "SECRET_NAME", "secret_values", "summarize",
                   "TOKEN_SHAPES"),
-    "schema": ("compile_schema", "json_type", "MAX_ARGUMENT_BYTES", "MAX_DEPTH", "parse_arguments", "schema_errors"),
+    "schema": ("compile_schema", "json_type", "parse_arguments", "schema_errors"),
     "contracts": ("CheckResult", "Condition", "Contract", "Retry"),
     "results": ("FailureClass", "MEANING", "NEXT_STEP", "POINTS_AT", "Status", "ToolFailure", "ToolResult"),
     "legality": ("Caller", "check", "Layer", "LAYER_OF", "LAYERS", "legal", "Outcome", "Test", "Verdict"),

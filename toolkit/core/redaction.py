@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
+from toolkit.core.limits import MAX_DEPTH
+
 REDACTED = "[redacted]"
 SECRET_NAME = re.compile(r"token|api[_-]?key|password|passwd|secret|authorization|credential|private[_-]?key|cookie",
                          re.IGNORECASE)
-_MAX_DEPTH = 32
 
 
 def is_secret_name(name: str, secret_fields: Iterable[str] = ()) -> bool:
@@ -28,7 +29,7 @@ def redact(value: Any, secret_fields: Iterable[str] = (), _depth: int = 0) -> An
     32 levels is replaced whole, so hostile input cannot exhaust the stack.
     """
     fields = frozenset(secret_fields)
-    if _depth > _MAX_DEPTH:
+    if _depth > MAX_DEPTH:
         return "[too deep]"
     if isinstance(value, dict):
         return {k: (REDACTED if isinstance(k, str) and is_secret_name(k, fields)
@@ -62,7 +63,7 @@ def secret_values(arguments: Any, secret_fields: Iterable[str] = ()) -> set[str]
     found: set[str] = set()
 
     def everything(value: Any, depth: int) -> None:
-        if depth > 32:
+        if depth > MAX_DEPTH:
             return
         if isinstance(value, Mapping):
             for v in value.values():
@@ -74,7 +75,7 @@ def secret_values(arguments: Any, secret_fields: Iterable[str] = ()) -> set[str]
             found.add(str(value))
 
     def walk(value: Any, depth: int) -> None:
-        if depth > 32:
+        if depth > MAX_DEPTH:
             return
         if isinstance(value, Mapping):
             for k, v in value.items():

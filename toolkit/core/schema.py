@@ -15,10 +15,8 @@ from functools import lru_cache
 from typing import Any, Iterable, Mapping
 
 from toolkit.core.errors import ToolError, pointer_for, shorten
+from toolkit.core.limits import MAX_ARGUMENT_BYTES, MAX_DEPTH
 from toolkit.core.redaction import redact
-
-MAX_ARGUMENT_BYTES = 256 * 1024
-MAX_DEPTH = 32
 
 
 # ----------------------------------------------------------------- parsing

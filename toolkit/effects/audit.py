@@ -18,7 +18,8 @@ Three promises, each enforced rather than hoped for:
   ``secret_fields`` plus secret-looking names) *before* anything is written,
   and the values of those fields are masked again in every text column.
 
-The log takes a path or an open ``sqlite3.Connection``, so it can share one
+The log takes a path (opened by ``toolkit.effects.database.connect``, as a
+ledger's file is) or an open ``sqlite3.Connection``, so it can share one
 database file with a durable ledger (its tables are all prefixed ``audit_``).
 When the connection is already inside a transaction, rows join that
 transaction: a ledger can commit its effect and its audit rows together.
@@ -32,9 +33,9 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from toolkit.core import LAYER_OF, REDACTED, TOKEN_SHAPES, secret_values
+from toolkit.effects.database import connect, transaction
 from toolkit.effects.records import ExecutionRecord, RecordState, Tick, Transition, open_record
-from toolkit.core import LAYER_OF
-from toolkit.core import REDACTED, TOKEN_SHAPES, secret_values
 
 GENESIS = "0" * 64
 
@@ -106,8 +107,7 @@ class AuditLog:
         if isinstance(db, sqlite3.Connection):
             self.conn, self._owns = db, False
         else:
-            self.conn, self._owns = sqlite3.connect(os.fspath(db), isolation_level=None), True
-            self.conn.execute("PRAGMA busy_timeout = 5000")   # per connection: wait for a ledger's writer
+            self.conn, self._owns = connect(os.fspath(db)), True   # WAL, busy timeout: as a ledger opens it
         self.clock = clock or Tick()
         self._secrets: set[str] = set()   # kept in memory only, to mask repeats; never written
         for statement in _SCHEMA:
@@ -146,22 +146,20 @@ class AuditLog:
                "retries": record.retries if retries is None else retries,
                "summary": self._clean(record.summary) if first else "", "note": self._clean(note),
                "failure": self._clean(failure), "value": None if value is None else float(value)}
-        own = not self.conn.in_transaction
-        if own:
-            self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            last = self.conn.execute("SELECT seq, digest FROM audit_events ORDER BY seq DESC LIMIT 1").fetchone()
-            seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS)
-            full = {"seq": seq, **row, "prev": prev}
-            full["digest"] = _digest(full)
-            self.conn.execute(f"INSERT INTO audit_events ({', '.join(_COLUMNS)}) "
-                              f"VALUES ({', '.join('?' for _ in _COLUMNS)})", [full[c] for c in _COLUMNS])
-            if own:
-                self.conn.execute("COMMIT")
-        except BaseException:
-            if own and self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-            raise
+        if self.conn.in_transaction:      # the caller's transaction (a ledger's): the rows join it
+            self._append(row)
+        else:
+            with transaction(self.conn):
+                self._append(row)
+
+    def _append(self, row: dict[str, Any]) -> None:
+        """Chain ``row`` to the last one and insert it (inside a transaction, so nobody writes in between)."""
+        last = self.conn.execute("SELECT seq, digest FROM audit_events ORDER BY seq DESC LIMIT 1").fetchone()
+        seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS)
+        full = {"seq": seq, **row, "prev": prev}
+        full["digest"] = _digest(full)
+        self.conn.execute(f"INSERT INTO audit_events ({', '.join(_COLUMNS)}) "
+                          f"VALUES ({', '.join('?' for _ in _COLUMNS)})", [full[c] for c in _COLUMNS])
 
     def _clean(self, text: str) -> str:
         text = str(text)
@@ -253,8 +251,9 @@ def run_audited(host: Any, call: Any, log: AuditLog, initiator: str, controller:
     retry is logged as a mark; an escalation moves the record to
     ``awaiting_human``. Returns the call's execution record.
     """
-    from toolkit.effects.backoff import Action, RetryController, run_with_retries
     from toolkit.core import Status
+    from toolkit.effects.backoff import Action, RetryController
+    from toolkit.effects.retries import run_with_retries
 
     contract = host.contract(call.name)
     record = log.track(call, initiator, contract)
@@ -296,4 +295,4 @@ def _klass(result: Any) -> str:
     return result.failure_class.value if result.failure_class is not None else ""
 
 
-__all__ = ["AuditLog", "GENESIS", "Story", "TOKEN_SHAPES", "Verification", "run_audited", "secret_values"]
+__all__ = ["AuditLog", "GENESIS", "Story", "Verification", "run_audited"]

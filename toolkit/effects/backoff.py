@@ -14,7 +14,8 @@ stops at the same place.
 
 ``step`` is that rule as a pure function; ``plan`` lists the delays a policy
 produces; ``RetryController`` is what a host runs when a model asks to try
-again; ``run_with_retries`` drives a host with both sides in place.
+again; ``toolkit.effects.retries.run_with_retries`` drives a host with both
+sides in place, and ``toolkit.effects.waits`` shows the waits from outside.
 
 The split of authority is the point. The model may *ask* to retry; the host's
 controller *decides*, and it says no when
@@ -35,14 +36,28 @@ notebook prints the same delays on every run.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Iterable, Mapping
+from typing import Iterable
 
-from toolkit.core import ToolCall
-from toolkit.core import Contract, Retry
-from toolkit.core import carried_key
-from toolkit.core import FailureClass, Status, ToolResult
+from toolkit.core import Contract, FailureClass, Retry, Status, ToolCall, ToolResult, carried_key
+
+
+def step(state: RetryState, policy: RetryPolicy, rng: random.Random | None = None) -> RetryDecision:
+    """One failure observed in ``state``: retry (and move to the next state) or escalate.
+
+    Pure: the same state, policy and random generator state give the same
+    decision. At ``n == n_max`` the answer is ``ESCALATE``; there is never a
+    retry number ``n_max + 1``.
+    """
+    if state.n >= policy.n_max:
+        return RetryDecision(Action.ESCALATE, state, 0.0, f"all n_max={policy.n_max} retries used")
+    wait = _draw(state, policy, rng)
+    grown = policy.beta * state.d
+    if policy.d_max is not None:
+        grown = min(policy.d_max, grown)
+    nxt = RetryState(min(policy.n_max, state.n + 1), grown, wait)
+    return RetryDecision(Action.RETRY, nxt, wait, "transient failure; back off and retry")
 
 
 class Jitter(str, Enum):
@@ -131,23 +146,6 @@ class RetryDecision:
         if self.retry:
             return f"retry after {_tidy(self.wait):g}s -> {self.state}"
         return f"{self.action.value}: {self.reason}"
-
-
-def step(state: RetryState, policy: RetryPolicy, rng: random.Random | None = None) -> RetryDecision:
-    """One failure observed in ``state``: retry (and move to the next state) or escalate.
-
-    Pure: the same state, policy and random generator state give the same
-    decision. At ``n == n_max`` the answer is ``ESCALATE``; there is never a
-    retry number ``n_max + 1``.
-    """
-    if state.n >= policy.n_max:
-        return RetryDecision(Action.ESCALATE, state, 0.0, f"all n_max={policy.n_max} retries used")
-    wait = _draw(state, policy, rng)
-    grown = policy.beta * state.d
-    if policy.d_max is not None:
-        grown = min(policy.d_max, grown)
-    nxt = RetryState(min(policy.n_max, state.n + 1), grown, wait)
-    return RetryDecision(Action.RETRY, nxt, wait, "transient failure; back off and retry")
 
 
 def _draw(state: RetryState, policy: RetryPolicy, rng: random.Random | None) -> float:
@@ -290,50 +288,5 @@ class RetryController:
         return decision
 
 
-# ------------------------------------------------------------------ driving a host
-@dataclass(frozen=True)
-class Try:
-    """One attempt in a retried call: the result, and what the controller said after it."""
-
-    attempt: int
-    result: ToolResult
-    decision: RetryDecision | None
-
-    def line(self) -> str:
-        status = self.result.status.value + (f" ({self.result.reason})" if self.result.reason else "")
-        after = f" -> {self.decision.line()}" if self.decision else ""
-        return f"attempt {self.attempt}: {status}{after}"
-
-
-def run_with_retries(host: Any, call: ToolCall, controller: RetryController,
-                     ask: Callable[[ToolCall, ToolResult], ToolCall | None] | None = None,
-                     sleep: Callable[[float], None] | None = None,
-                     on_try: Callable[[Try], None] | None = None) -> list[Try]:
-    """Run ``call`` on ``host``; after each failure the model may ask, and the controller decides.
-
-    ``ask(call, result)`` is the model's side: it returns the call it wants to
-    retry with (``None`` to stop). The default model always asks to retry the
-    very same call. ``sleep`` receives each granted wait (default: no real
-    sleep, the wait is only recorded). Returns every attempt in order.
-    """
-    ask = ask or (lambda c, r: c)
-    tries: list[Try] = []
-    current, attempt = call, 1
-    while True:
-        result = host.execute(current)
-        wanted = None if result.ok else ask(current, result)
-        decision = None if wanted is None else controller.decide(host.contract(call.name), call, result,
-                                                                  retry=wanted)
-        tries.append(Try(attempt, result, decision))
-        if on_try:
-            on_try(tries[-1])
-        if decision is None or not decision.retry:
-            break
-        if sleep:
-            sleep(decision.wait)
-        current, attempt = replace(wanted, call_id=call.call_id), attempt + 1
-    return tries
-
-
-__all__ = ["Action", "RetryDecision", "Jitter", "NEVER_RETRY", "RetryPolicy", "RetryController", "RetryState", "Try",
-           "plan", "retry_verdict", "run_with_retries", "step", "walk"]
+__all__ = ["Action", "RetryDecision", "Jitter", "NEVER_RETRY", "RetryPolicy", "RetryController", "RetryState",
+           "plan", "retry_verdict", "step", "walk"]

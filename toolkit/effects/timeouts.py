@@ -13,9 +13,11 @@ The rule this module enforces:
   call's outcome is unknown the runtime refuses to send a new proposal in its
   place.
 
-``IssueTracker`` is a stand-in for a remote service whose response can be lost
-after it acted (the ``create_issue`` illustration); ``create_issue_illustration``
-plays each strategy and counts the issues that exist afterwards.
+``TimeoutRuntime`` talks to any service with ``honours_keys``,
+``create_issue(title, key)`` (raising ``RemoteTimeout`` when no answer came)
+and ``find(key)`` (raising ``RecordUnavailable`` when it keeps no record). The
+chapter's stand-in, and the illustration that plays each strategy against it,
+are scenery: ``toolkit.worlds.issue_tracker``.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from typing import Any, Callable
 from toolkit.core import carried_key
 from toolkit.core import ToolCall
 from toolkit.core import ToolError
-from toolkit.effects.ledger import canonical_json
+from toolkit.effects.fingerprints import canonical_json
 from toolkit.core import NEXT_STEP, FailureClass, Status, ToolResult
 from toolkit.core import parse_arguments
 
@@ -39,57 +41,17 @@ class RecordUnavailable(Exception):
     """The service keeps no record a caller could look a call up in."""
 
 
-@dataclass
-class IssueTracker:
-    """A remote issue tracker, in memory.
-
-    ``honours_keys``: a known key returns the first issue instead of a new one.
-    ``keeps_references``: each issue stores the caller's key, so ``find`` can
-    look a call up afterwards. ``lose_responses``: the next N responses are
-    lost *after* the issue was created; ``lose_requests``: the next N requests
-    are lost *before* arriving. Either way the caller sees the same timeout.
-    """
-
-    honours_keys: bool = False
-    keeps_references: bool = False
-    lose_responses: int = 0
-    lose_requests: int = 0
-    issues: list[dict[str, Any]] = field(default_factory=list)
-
-    def create_issue(self, title: str, key: str | None = None) -> dict[str, Any]:
-        if self.lose_requests > 0:
-            self.lose_requests -= 1
-            raise RemoteTimeout("no response within the deadline")
-        if self.honours_keys and key:
-            for issue in self.issues:
-                if issue["key"] == key:
-                    return self._respond(issue, replayed=True)
-        issue = {"number": len(self.issues) + 1, "title": title, "key": key}
-        self.issues.append(issue)
-        return self._respond(issue)
-
-    def _respond(self, issue: dict[str, Any], replayed: bool = False) -> dict[str, Any]:
-        if self.lose_responses > 0:
-            self.lose_responses -= 1
-            raise RemoteTimeout("no response within the deadline")
-        return {"issue": f"#{issue['number']}", "title": issue["title"], "replayed": replayed}
-
-    def find(self, key: str) -> dict[str, Any] | None:
-        """The issue created under ``key``, or None; raises ``RecordUnavailable`` if no references are kept."""
-        if not self.keeps_references:
-            raise RecordUnavailable("this tracker does not record callers' keys")
-        for issue in self.issues:
-            if issue["key"] == key:
-                return {"issue": f"#{issue['number']}", "title": issue["title"], "replayed": False}
-        return None
-
-
 # --------------------------------------------------------------------------- retries
 
 class RetryKind(str, Enum):
     INQUIRY = "inquiry"            # same tool, arguments and key: did the first call take effect?
     NEW_PROPOSAL = "new_proposal"  # no key, or another key: a second action in the world
     CONFLICT = "conflict"          # the original key with another tool or other arguments: refused
+
+    @property
+    def phrase(self) -> str:
+        """The kind as a sentence says it: "an inquiry", "a new proposal", "a conflict"."""
+        return {"inquiry": "an inquiry", "new_proposal": "a new proposal", "conflict": "a conflict"}[self.value]
 
 
 def _same_arguments(a: Any, b: Any) -> bool:
@@ -117,10 +79,6 @@ def classify_retry(original: ToolCall, retry: ToolCall, contract: Any = None) ->
     return RetryKind.INQUIRY
 
 
-def _named(kind: RetryKind) -> str:
-    return {"inquiry": "an inquiry", "new_proposal": "a new proposal", "conflict": "a conflict"}[kind.value]
-
-
 class TimeoutDecision(str, Enum):
     """How the runtime settled a call whose first answer was a timeout."""
 
@@ -141,11 +99,11 @@ def _timeout(call: ToolCall, reason: str, message: str) -> ToolResult:
 class TimeoutRuntime:
     """Sends ``create_issue`` calls and settles timeouts without blind retries.
 
-    ``human`` (optional) answers a question about a call with ``"exists"``,
+    ``tracker`` is the remote service (see the module docstring). ``human`` (optional) answers a question about a call with ``"exists"``,
     ``"absent"``, or None (cannot say). ``log`` collects one line per step.
     """
 
-    tracker: IssueTracker
+    tracker: Any
     human: Callable[[ToolCall], str | None] | None = None
     log: list[str] = field(default_factory=list)
     unresolved: dict[str, ToolCall] = field(default_factory=dict)   # call id -> call with unknown outcome
@@ -175,7 +133,7 @@ class TimeoutRuntime:
         sent as a separate action once it is known.
         """
         kind = classify_retry(original, proposal)
-        self.log.append(f"{proposal.call_id}: retry of {original.call_id} is {_named(kind)}")
+        self.log.append(f"{proposal.call_id}: retry of {original.call_id} is {kind.phrase}")
         if kind is RetryKind.INQUIRY:
             decision, result = self.resolve(original)
             return decision, replace(result, call_id=proposal.call_id)  # one result per call id
@@ -232,59 +190,6 @@ class TimeoutRuntime:
                                                  "outcome unknown and nothing can tell; a person must check")
 
 
-# --------------------------------------------------------------------------- the illustration
-
-TITLE = "Login button does nothing"
-ISSUE_KEY = "issue:login-button:v1"
-
-
-def _call(call_id: str, key: str | None = ISSUE_KEY) -> ToolCall:
-    return ToolCall("create_issue", {"title": TITLE}, call_id, idempotency_key=key)
-
-
-def _blind() -> dict[str, Any]:
-    tracker = IssueTracker(lose_responses=1)
-    first, again = _call("call_1", None), _call("call_2", None)
-    trace = []
-    for call in (first, again):  # no runtime in the way: the caller just sends it again
-        try:
-            trace.append(f"{call.call_id}: created {tracker.create_issue(TITLE)['issue']}")
-        except RemoteTimeout:
-            trace.append(f"{call.call_id}: timeout, outcome unknown")
-    trace.append(f"call_2 was {_named(classify_retry(first, again))}")
-    return {"strategy": "retry blindly", "decision": "sent again", "issues": len(tracker.issues), "trace": trace}
-
-
-def _settled(strategy: str, tracker: IssueTracker, human: Callable[[ToolCall], str | None] | None = None,
-             retry_key: str | None = ISSUE_KEY) -> dict[str, Any]:
-    runtime = TimeoutRuntime(tracker, human)
-    first = _call("call_1")
-    runtime.send(first)  # the response is lost: Status.TIMEOUT
-    decision, _ = runtime.retry(first, _call("call_2", retry_key))
-    shown = decision.value if decision else "refused"
-    return {"strategy": strategy, "decision": shown, "issues": len(tracker.issues), "trace": list(runtime.log)}
-
-
-def create_issue_illustration() -> list[dict[str, Any]]:
-    """Each strategy after a ``create_issue`` timeout, and how many issues exist afterwards.
-
-    The response to the first call is lost after the issue was created, so
-    exactly one issue is the right answer.
-    """
-    def person(call: ToolCall) -> str:  # a person opens the tracker and looks
-        return "exists" if any(i["title"] == TITLE for i in checked.issues) else "absent"
-
-    checked = IssueTracker(lose_responses=1)
-    return [
-        _blind(),
-        _settled("idempotency key", IssueTracker(honours_keys=True, lose_responses=1)),
-        _settled("record lookup", IssueTracker(keeps_references=True, lose_responses=1)),
-        _settled("human confirmation", checked, human=person),
-        _settled("nothing can tell", IssueTracker(lose_responses=1)),
-        _settled("retry with a new key", IssueTracker(lose_responses=1), retry_key="issue:login-button:v2"),
-    ]
-
-
 # --------------------------------------------------------------------------- compensation
 
 @dataclass(frozen=True)
@@ -315,5 +220,5 @@ def compensation_table() -> list[dict[str, Any]]:
             for c in COMPENSATION]
 
 
-__all__ = ["COMPENSATION", "Compensation", "TimeoutDecision", "IssueTracker", "RecordUnavailable", "RemoteTimeout",
-           "RetryKind", "TimeoutRuntime", "classify_retry", "compensation_table", "create_issue_illustration"]
+__all__ = ["COMPENSATION", "Compensation", "TimeoutDecision", "RecordUnavailable", "RemoteTimeout", "RetryKind",
+           "TimeoutRuntime", "classify_retry", "compensation_table"]

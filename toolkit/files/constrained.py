@@ -214,37 +214,37 @@ def generate(preferences: Preferences, schema: Mapping[str, Any] | None = None, 
             if not room(1):
                 return Generation(tuple(tokens), tuple(choices), mask is not None, "budget")
             tokens.append(token)
-        value_scores = dict(_keyed(preferences.value_options(key)))
-        allowed = [v for v in value_scores if mask is None or mask.value_ok(key, _unkey(v))]
+        value_scores = dict(_as_entries(preferences.value_options(key)))
+        allowed = [v for v in value_scores if mask is None or mask.value_ok(key, _from_entry(v))]
         if mask is not None and not allowed:
             fallback = mask.fallback(key)
-            value_scores[_key(fallback)] = preferences.default
-            allowed = [_key(fallback)]
+            value_scores[_as_entry(fallback)] = preferences.default
+            allowed = [_as_entry(fallback)]
         if not allowed:  # an unmasked model with no idea writes null
-            value_scores[_key(None)] = preferences.default
-            allowed = [_key(None)]
+            value_scores[_as_entry(None)] = preferences.default
+            allowed = [_as_entry(None)]
         favourite_value = _best(value_scores) if value_scores else None
         value = _pick({v: value_scores[v] for v in allowed}, rng, temperature)
-        choices.append(TokenChoice(len(tokens), "value", _unkey(favourite_value), _unkey(value),
-                              None if mask is None else tuple(_unkey(v) for v in allowed)))
+        choices.append(TokenChoice(len(tokens), "value", _from_entry(favourite_value), _from_entry(value),
+                              None if mask is None else tuple(_from_entry(v) for v in allowed)))
         if not room(1):
             return Generation(tuple(tokens), tuple(choices), mask is not None, "budget")
-        tokens.append(json.dumps(_unkey(value), ensure_ascii=False))
+        tokens.append(json.dumps(_from_entry(value), ensure_ascii=False))
         written.append(key)
     return Generation(tuple(tokens), tuple(choices), mask is not None, "budget")
 
 
-def _key(value: Any) -> str:
+def _as_entry(value: Any) -> str:
     """Values are kept as JSON text while choosing, so lists and dicts can be table entries too."""
     return json.dumps(value, sort_keys=True)
 
 
-def _unkey(text: Any) -> Any:
+def _from_entry(text: Any) -> Any:
     return json.loads(text) if isinstance(text, str) else text
 
 
-def _keyed(options: list[tuple[Any, float]]) -> list[tuple[str, float]]:
-    return [(_key(v), float(s)) for v, s in options]
+def _as_entries(options: list[tuple[Any, float]]) -> list[tuple[str, float]]:
+    return [(_as_entry(v), float(s)) for v, s in options]
 
 
 def _best(scores: Mapping[Any, float]) -> Any:
@@ -273,5 +273,5 @@ def compare_masking(preferences: Preferences, schema: Mapping[str, Any], max_tok
     return lines + [f"  {line}" for line in masked.interventions()]
 
 
-__all__ = ["CLOSE", "TokenChoice", "Generation", "Preferences", "SchemaMask", "agent427_preferences", "compare_masking",
+__all__ = ["CLOSE", "TokenChoice", "Generation", "Preferences", "SchemaMask", "compare_masking",
            "effective_required", "generate"]

@@ -27,10 +27,11 @@ leave no room for an idempotency key, so ``SAFE_WITH_KEY`` would be a promise
 the tool cannot keep. After a timeout, compare the file's hash with the
 evidence instead of retrying.
 
-The path guard here is the first rung of a ladder: lexical (no absolute paths,
-no ``..``) and then ``Path.resolve`` + ``is_relative_to``, which catches symlinks
-that point out of the workspace. A stricter rung opens the file component by
-component; this tool does not.
+**The path guard** is stricter than read_file's as text: no absolute paths and
+no ``..`` at all. Then it climbs rungs 1 and 2 of ``toolkit.files.confinement``
+(the path as text, then its real location after links), so a link that points
+out of the workspace is refused. Rung 3 (opening component by component
+without following links) is read_file's; this tool reads and writes by path.
 """
 from __future__ import annotations
 
@@ -40,11 +41,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from toolkit.core import Condition, Contract, Retry
-from toolkit.core import ToolError
-from toolkit.files.exports import check_claim, introduced_claims
-from toolkit.core import Tool
-from toolkit.core import FailureClass, Status, ToolFailure
+from toolkit.core import Condition, Contract, FailureClass, Retry, Status, Tool, ToolError, ToolFailure
+from toolkit.files.confinement import locate
+from toolkit.files.claims import check_claim, introduced_claims
+from toolkit.files.refusals import HINTS, PathRefused
 
 #: Largest file the tool will edit.
 MAX_FILE_BYTES = 1024 * 1024
@@ -86,6 +86,12 @@ def tree_digest(root: Path | str) -> str:
 # ------------------------------------------------------------------ the path
 def resolve_in_workspace(root: Path | str, file_path: Any) -> Path | ToolError:
     """The real path ``file_path`` names inside ``root``, or the ``path_refused`` error saying why not."""
+    found = _confined(root, file_path)
+    return found if isinstance(found, ToolError) else found[0]
+
+
+def _confined(root: Path | str, file_path: Any) -> tuple[Path, str] | ToolError:
+    """``(real path, real path relative to the root)`` for ``file_path``, or the ``path_refused`` error."""
     def refuse(message: str, hint: str = "give a path relative to the workspace, e.g. scripts/build_site.py"):
         return ToolError("path_refused", "$.file_path", message, expected="a relative path inside the workspace",
                          received=file_path if isinstance(file_path, str) else type(file_path).__name__,
@@ -101,22 +107,23 @@ def resolve_in_workspace(root: Path | str, file_path: Any) -> Path | ToolError:
     if ".." in candidate.parts:
         return refuse("'..' is refused in file_path")
     try:
-        base = Path(root).resolve()
-        real = (base / candidate).resolve()
-    except (OSError, RuntimeError, ValueError):  # symlink loops and friends
-        return refuse("file_path cannot be resolved")
-    if not real.is_relative_to(base):
-        return refuse("file_path resolves outside the workspace", hint="symlinks may not lead out of the workspace")
-    return real
+        real, relative = locate(root, file_path)          # rungs 1 and 2
+    except PathRefused as refusal:
+        if refusal.kind == "outside":
+            return refuse("file_path resolves outside the workspace", hint="symlinks may not lead out of the workspace")
+        if refusal.kind == "unresolvable":
+            return refuse("file_path cannot be resolved")
+        return refuse(f"file_path is refused: {refusal.why}", hint=HINTS[refusal.kind][1])
+    return real, relative.as_posix()
 
 
 def _read_text(root: Path, args: dict) -> tuple[Path, str, str] | ToolError:
     """``(real path, relative name, text)`` of the file the call names, or why it cannot be read."""
-    real = resolve_in_workspace(root, args.get("file_path"))
-    if isinstance(real, ToolError):
+    found = _confined(root, args.get("file_path"))
+    if isinstance(found, ToolError):
         return ToolError("precondition_failed", "$.file_path", "not checked: file_path is refused",
                          expected="a path the guard accepts", received=args.get("file_path"), retryable=False)
-    rel = real.relative_to(Path(root).resolve()).as_posix()
+    real, rel = found
     if not real.exists():
         return ToolError("precondition_failed", "$.file_path", f"no such file: {rel}",
                          expected="an existing regular file", received=rel, hint="check the path")

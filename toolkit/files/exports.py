@@ -17,23 +17,22 @@ The course's meaning of "exported":
   assigned names that do not start with ``_`` (rule ``"public top-level names"``).
   Names a module merely imports are not its exports under this rule.
 
-``check_imports(code, root)`` parses proposed code, finds each
-``import X`` / ``from X import Y``, and checks every claim against the module
-file under the workspace ``root``. An unknown symbol becomes a ``ToolError``
-whose line reads ``import publication_manifest.load_manifest: symbol not exported``.
+``read_exports(root, module)`` finds the module's file under the workspace
+``root`` (through rungs 1 and 2 of ``toolkit.files.confinement``) and returns
+its ``Exports``; ``make_inspect_exports`` offers that to a model as a
+read-only tool. ``toolkit.files.claims`` checks proposed code's imports against it.
 """
 from __future__ import annotations
 
 import ast
 import difflib
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit.core import Condition, Contract, Retry
-from toolkit.core import ToolError
-from toolkit.core import Tool
+from toolkit.core import Condition, Contract, Retry, Tool, ToolError
+from toolkit.files.confinement import locate
+from toolkit.files.refusals import PathRefused
 
 RULE_ALL = "__all__"
 RULE_PUBLIC = "public top-level names"
@@ -57,20 +56,6 @@ class Exports:
 
     def to_dict(self) -> dict[str, Any]:
         return {"module": self.module, "path": self.path, "rule": self.rule, "names": list(self.names)}
-
-
-@dataclass(frozen=True)
-class ImportClaim:
-    """One name a piece of code says it can import: ``from module import name`` (or ``import module``)."""
-
-    module: str
-    name: str | None
-    line: int
-
-    @property
-    def pointer(self) -> str:
-        """``import publication_manifest.load_manifest`` (or ``import module`` for a plain import)."""
-        return f"import {self.module}.{self.name}" if self.name else f"import {self.module}"
 
 
 # ------------------------------------------------------------ reading a module
@@ -130,29 +115,35 @@ def _defined_names(node: ast.stmt) -> list[str]:
 def find_module(root: Path | str, dotted: str) -> Path | None:
     """The file for module ``dotted`` under ``root`` (``a/b.py`` or ``a/b/__init__.py``), or None.
 
-    Only plain dotted identifiers are looked up, and the file found must lie
-    inside ``root`` once symlinks are resolved.
+    Only plain dotted identifiers are looked up, and the file found must pass
+    rungs 1 and 2 of ``toolkit.files.confinement``: inside ``root`` as text and
+    once symlinks are resolved.
     """
+    found = _locate_module(root, dotted)
+    return found[0] if found else None
+
+
+def _locate_module(root: Path | str, dotted: str) -> tuple[Path, str] | None:
+    """``(real path, real path relative to the root)`` of module ``dotted``'s file, or None."""
     parts = dotted.split(".") if isinstance(dotted, str) else []
     if not parts or not all(p.isidentifier() for p in parts):
         return None
-    try:
-        base = Path(root).resolve()
-        for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
-            real = candidate.resolve()
-            if real.is_relative_to(base) and real.is_file():
-                return real
-    except (OSError, RuntimeError, ValueError):  # symlink loops, unreadable directories
-        return None
+    for candidate in ("/".join(parts) + ".py", "/".join(parts + ["__init__.py"])):
+        try:
+            real, relative = locate(root, candidate)
+            if real.is_file():
+                return real, relative.as_posix()
+        except (PathRefused, OSError):   # outside the workspace, or unreadable directories
+            continue
     return None
 
 
 def read_exports(root: Path | str, dotted: str) -> Exports | ToolError:
     """Read module ``dotted`` under ``root`` and return its ``Exports``; a ``ToolError`` if that is impossible."""
-    path = find_module(root, dotted)
-    if path is None:
+    found = _locate_module(root, dotted)
+    if found is None:
         return _module_not_found(root, str(dotted))
-    relative = path.relative_to(Path(root).resolve()).as_posix()
+    path, relative = found
     if path.stat().st_size > MAX_MODULE_BYTES:
         return ToolError("precondition_failed", f"import {dotted}", f"module file is over {MAX_MODULE_BYTES} bytes",
                          expected="a source file", received=relative, retryable=False)
@@ -166,14 +157,14 @@ def read_exports(root: Path | str, dotted: str) -> Exports | ToolError:
 
 
 def workspace_modules(root: Path | str) -> list[str]:
-    """Dotted names of the ``.py`` modules under ``root`` (for "did you mean" hints)."""
-    base = Path(root).resolve()
+    """Dotted names of the ``.py`` modules under ``root`` that ``find_module`` finds (for "did you mean" hints)."""
+    base = Path(root)
     names = []
     for path in sorted(base.rglob("*.py")):
         parts = path.relative_to(base).with_suffix("").parts
         if parts and parts[-1] == "__init__":
             parts = parts[:-1]
-        if parts and all(p.isidentifier() for p in parts):
+        if parts and all(p.isidentifier() for p in parts) and find_module(base, ".".join(parts)) is not None:
             names.append(".".join(parts))
     return names
 
@@ -184,97 +175,6 @@ def _module_not_found(root: Path | str, dotted: str) -> ToolError:
     return ToolError("precondition_failed", f"import {dotted}", "module not found in the workspace",
                      expected=known, received=dotted,
                      hint=f"did you mean {near[0]}?" if near else "import a module that exists in the workspace")
-
-
-# ---------------------------------------------------- checking proposed code
-def import_claims(code: str, importer: str = "") -> tuple[list[ImportClaim], list[ToolError]]:
-    """Every import in ``code``, as claims to check; code that does not parse gives one structured error.
-
-    ``importer`` is the dotted name of the module the code will live in; it is
-    needed only to resolve relative imports (``from . import x``).
-    """
-    if not isinstance(code, str):
-        return [], [ToolError("precondition_failed", "code", "code must be text",
-                              expected="Python source", received=type(code).__name__, retryable=False)]
-    try:
-        tree = ast.parse(code)
-    except SyntaxError as exc:
-        return [], [ToolError("precondition_failed", f"code line {exc.lineno or 1}", f"does not parse: {exc.msg}",
-                              expected="Python source that parses", received=(exc.text or "").strip()[:80],
-                              hint="send complete statements")]
-    except ValueError:  # e.g. NUL bytes
-        return [], [ToolError("precondition_failed", "code", "does not parse: source contains NUL bytes",
-                              expected="Python source that parses", received="<text>")]
-    claims: list[ImportClaim] = []
-    errors: list[ToolError] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            claims += [ImportClaim(alias.name, None, node.lineno) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            module = _absolute(node.module or "", node.level, importer)
-            if module is None:
-                errors.append(ToolError("precondition_failed", f"code line {node.lineno}",
-                                        "relative import cannot be resolved here",
-                                        expected="an absolute import", received="." * node.level + (node.module or ""),
-                                        hint="write the import with the module's full dotted name"))
-                continue
-            for alias in node.names:
-                if alias.name == "*":
-                    errors.append(ToolError("precondition_failed", f"import {module}.*",
-                                            "star import names nothing that can be checked",
-                                            expected="explicit names", received="*",
-                                            hint=f"import the names you use from {module} explicitly"))
-                else:
-                    claims.append(ImportClaim(module, alias.name, node.lineno))
-    claims.sort(key=lambda c: c.line)
-    return claims, errors
-
-
-def _absolute(module: str, level: int, importer: str) -> str | None:
-    if level == 0:
-        return module
-    package = importer.split(".")[:-1] if importer else []
-    if level - 1 > len(package) or not importer:
-        return None
-    base = package[: len(package) - (level - 1)]
-    return ".".join(base + ([module] if module else [])) or None
-
-
-def check_claim(claim: ImportClaim, root: Path | str) -> ToolError | None:
-    """None if the claim holds; else the error that names it.
-
-    Standard-library modules are trusted and not read; any other module must
-    be a file in the workspace, or the runtime cannot vouch for it.
-    """
-    top = claim.module.split(".")[0]
-    if top in sys.stdlib_module_names and find_module(root, top) is None:
-        return None
-    exports = read_exports(root, claim.module)
-    if isinstance(exports, ToolError):
-        return exports
-    if claim.name is None or claim.name in exports.names:
-        return None
-    if find_module(root, f"{claim.module}.{claim.name}") is not None:  # a submodule of a package
-        return None
-    near = difflib.get_close_matches(claim.name, exports.names, n=1, cutoff=0.0)
-    hint = f"did you mean {near[0]}? {exports.line()}" if near else exports.line()
-    return ToolError("symbol_not_exported", claim.pointer, "symbol not exported",
-                     expected=list(exports.names), received=claim.name, hint=hint)
-
-
-def check_imports(code: str, root: Path | str, importer: str = "") -> list[ToolError]:
-    """All import errors in ``code``, in source order; empty when every imported name is exported."""
-    claims, errors = import_claims(code, importer)
-    errors += [e for e in (check_claim(c, root) for c in claims) if e is not None]
-    return errors
-
-
-def introduced_claims(before: str, after: str, importer: str = "") -> tuple[list[ImportClaim], list[ToolError]]:
-    """The import claims present in ``after`` but not in ``before`` (an edit's new imports)."""
-    old, _ = import_claims(before, importer)
-    new, errors = import_claims(after, importer)
-    seen = {(c.module, c.name) for c in old}
-    return [c for c in new if (c.module, c.name) not in seen], errors
 
 
 # ------------------------------------------------------------- the read tool
@@ -318,6 +218,5 @@ def make_inspect_exports(workspace: Path | str) -> Tool:
     return Tool(contract, run)
 
 
-__all__ = ["Exports", "ImportClaim", "RULE_ALL", "RULE_PUBLIC", "check_claim", "check_imports", "exported_names",
-           "find_module", "import_claims", "introduced_claims", "make_inspect_exports", "read_exports",
-           "workspace_modules"]
+__all__ = ["Exports", "RULE_ALL", "RULE_PUBLIC", "exported_names", "find_module", "make_inspect_exports",
+           "read_exports", "workspace_modules"]

@@ -4,7 +4,7 @@ The contract splits the work the way the chapter does:
 
 * schema layer: ``{"path": string}``, required, nothing else allowed;
 * permission / path layer (the contract's *guard*): rungs 1 and 2 of
-  ``toolkit.files.workspace`` (the path stays inside the workspace, as text and
+  ``toolkit.files.confinement`` (the path stays inside the workspace, as text and
   after resolving links);
 * business layer (*preconditions*): by default "the path names an existing
   regular file within the read cap", so ``read_file`` on a config that does
@@ -17,8 +17,10 @@ it is the last line, and it re-checks everything, because a file can change
 between the host's check and the read.
 
 For teaching, ``layers`` cuts layers out of the contract, to show where a bad
-call is caught instead. With all three cut, a hostile path is still refused,
-but by the executor after the host called the call legal.
+call is caught instead; ``READ_FILE_LAYERS`` names the switches and the layer
+of ``toolkit.core.LAYER_OF`` each one stands for. With all three cut, a hostile
+path is still refused, but by the executor after the host called the call
+legal; its failure (``ReadRefused``) still knows which rung refused.
 """
 from __future__ import annotations
 
@@ -28,14 +30,20 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable
 
-from toolkit.core import Condition, Contract, Retry
-from toolkit.core import ToolError
-from toolkit.core import Tool
-from toolkit.core import Status, ToolFailure
-from toolkit.files.workspace import MAX_BYTES, PathRefused, Workspace, describe_entry, shown
+from toolkit.core import LAYER_OF, Condition, Contract, Layer, Retry, Status, Tool, ToolError, ToolFailure
+from toolkit.files.confinement import describe_entry
+from toolkit.files.refusals import MAX_BYTES, PathRefused, shown
+from toolkit.files.workspace import Workspace
 
-#: The layers a contract can carry; all are on unless a lesson cuts one.
-LAYERS = frozenset({"schema", "path", "business"})
+#: The layers a read_file contract can carry, by switch name, each the validation layer (and so the
+#: legality test) of ``toolkit.core.LAYER_OF`` it stands for. All are on unless a lesson cuts one.
+READ_FILE_LAYERS: dict[str, Layer] = {"schema": LAYER_OF["schema_ok"], "path": LAYER_OF["auth_ok"],
+                                      "business": LAYER_OF["Pre"]}
+
+
+def read_file_switch(test: str) -> str:
+    """The switch that cuts the layer behind legality test ``test``: ``"auth_ok"`` -> ``"path"``."""
+    return next(name for name, layer in READ_FILE_LAYERS.items() if layer.test == test)
 
 READ_FILE_SCHEMA = {
     "type": "object",
@@ -132,7 +140,7 @@ def allowed_extensions(*suffixes: str) -> Condition:
 
 
 def _evidence_matches(arguments: dict, output: Any, world: Any) -> bool:
-    """Postcondition: size and sha256 describe_entry the content returned (checked when the text is lossless)."""
+    """Postcondition: size and sha256 describe the content returned (checked when the text is lossless)."""
     evidence = output.get("evidence", {}) if isinstance(output, dict) else {}
     if not isinstance(output, dict) or set(evidence) != {"size", "sha256"}:
         return False
@@ -147,19 +155,21 @@ EVIDENCE_MATCHES = Condition("evidence_matches", "size and sha256 are those of t
 
 
 def make_read_file(workspace: Path | str | Workspace, *, max_bytes: int = MAX_BYTES, must_exist: bool = True,
-                   preconditions: Iterable[Condition] = (), layers: Iterable[str] = LAYERS) -> Tool:
+                   preconditions: Iterable[Condition] = (),
+                   layers: Iterable[str] = tuple(READ_FILE_LAYERS)) -> Tool:
     """Build the read_file tool for one workspace.
 
     ``must_exist`` adds the ``file_exists`` precondition; ``preconditions``
-    adds more business rules. ``layers`` (a subset of ``LAYERS``) says which
+    adds more business rules. ``layers`` (switch names of ``READ_FILE_LAYERS``) says which
     layers the contract carries; the executor's rung-3 open runs regardless.
     When a ``Workspace`` is passed, its own ``max_bytes`` is the cap.
     The output is ``{"path", "resolved", "content", "lossless", "evidence"}``
     with evidence ``{"size", "sha256"}`` of the bytes actually read.
     """
     layers = frozenset(layers)
-    if layers - LAYERS:
-        raise ValueError(f"unknown layers {sorted(layers - LAYERS)}; choose from {sorted(LAYERS)}")
+    unknown = layers.difference(READ_FILE_LAYERS)
+    if unknown:
+        raise ValueError(f"unknown layers {sorted(unknown)}; choose from {sorted(READ_FILE_LAYERS)}")
     ws = workspace if isinstance(workspace, Workspace) else Workspace(Path(workspace), max_bytes)
     business = ((existing_file(ws),) if must_exist else ()) + tuple(preconditions)
     contract = replace(
@@ -175,7 +185,7 @@ def make_read_file(workspace: Path | str | Workspace, *, max_bytes: int = MAX_BY
         try:
             got = ws.read(path)
         except PathRefused as refusal:
-            raise refused(refusal) from None
+            raise ReadRefused(refusal) from None
         output = {"path": path, "resolved": got.path, "content": got.text, "lossless": got.lossless,
                   "evidence": got.evidence()}
         if arguments.get("mode") == "lines":
@@ -185,10 +195,16 @@ def make_read_file(workspace: Path | str | Workspace, *, max_bytes: int = MAX_BY
     return Tool(contract, run)
 
 
-def refused(refusal: PathRefused) -> ToolFailure:
-    """The executor's refusal as a classified failure: nothing was read, so the status is *rejected*."""
-    return ToolFailure(Status.REJECTED, "path_refused", refusal.error.message, refusal.failure_class,
-                       error=refusal.error)
+class ReadRefused(ToolFailure):
+    """The executor's refusal as a classified failure that still knows its rung (``refusal``, ``rung``).
+
+    Nothing was read, so the status is *rejected*; the host passes ``error`` on as the model's feedback.
+    """
+
+    def __init__(self, refusal: PathRefused):
+        super().__init__(Status.REJECTED, "path_refused", refusal.error.message, refusal.failure_class,
+                         error=refusal.error)
+        self.refusal, self.rung = refusal, refusal.rung
 
 
 def common_errors(workspace: Path | str | Workspace) -> list[dict[str, str]]:

@@ -1,351 +1,27 @@
-"""Chapter 01: path confinement: keeping a file tool inside its workspace, one rung at a time.
+"""Chapter 01: the workspace: a folder a file tool is confined to, with the path ladder bound to it.
 
-A schema can say that ``path`` is a string. It cannot say that the string
-names a file the tool may read. This module answers that second question with
-a ladder of three rungs; each rung is a small function, and each catches
-something the one below it misses:
+``Workspace(root)`` resolves its folder once and climbs the ladder of
+``toolkit.files.confinement`` against it: ``check`` runs rungs 1 and 2 (what a
+contract's path guard needs), ``read`` all three, and ``ladder`` / ``explain``
+report each rung's verdict separately, as the chapter prints them::
 
-1. ``check_lexical`` reads the path *as text*. It refuses what is not plain
-   text (NUL bytes, control characters, backslashes, empty or overlong paths),
-   absolute paths outside the workspace and ``..`` that climbs above it.
-   Containment is decided with ``PurePosixPath.is_relative_to``, which compares
-   whole components, never with ``str.startswith`` (``/ws_evil`` starts with
-   ``/ws`` but is not inside it). Rung 1 touches no file.
-2. ``check_realpath`` asks the file system what the path *really* names,
-   following every symbolic link the way the kernel would, and refuses a real
-   path outside the workspace. Rung 2 reads link targets; it opens nothing.
-3. ``open_confined`` opens the real path from rung 2 component by component,
-   relative to a descriptor of the workspace directory, with ``O_NOFOLLOW`` on
-   every step. A link swapped in after rungs 1 and 2 looked is therefore
-   refused, not followed (a check, then a use, is a race; this rung closes it).
-   The last component is inspected with ``lstat`` *before* it is opened and
-   with ``fstat`` after, and must be the same regular file both times and no
-   larger than the cap. FIFOs, devices, sockets and directories are refused
-   without being opened, so nothing can block or stream forever. At most the
-   cap (plus one byte, to notice growth) is read.
+    rung 1 lexical  pass        'src/settings.ts'
+    rung 2 realpath refused     it resolves to a place outside the workspace
+    rung 3 open     not reached
 
-The rules a path must follow, in words:
-
-* Paths are POSIX text, relative to the workspace (``src/config.ts``). An
-  absolute path is accepted only if it lies inside the workspace's real root.
-* ``..`` may appear as long as the path never climbs above the workspace at any
-  step: ``src/../README.md`` is fine, ``../ws/README.md`` is not, even though it
-  would come back. Rung 2 then resolves links and ``..`` as ``os.path.realpath``
-  does (a link before ``..`` is followed first, like the kernel).
-* ``./a``, ``a//b`` and a trailing ``/`` are tidied the way ``PurePosixPath`` tidies them.
-* Nothing is decoded or expanded: ``%2e%2e%2f``, ``~`` and ``$HOME`` are
-  ordinary characters in a file name (such files normally do not exist).
-  Unicode is not normalised, so ``．．`` (full-width dots) is not ``..``.
-* A link whose target stays inside the workspace is read through its target.
-  Hard links and mount points are the workspace owner's choice and are not
-  second-guessed.
-
-Every refusal raises ``PathRefused``, which carries a ``toolkit.core.errors.ToolError``
-with code ``path_refused`` and pointer ``$.path``. Messages name paths only
-relative to the workspace; the absolute location of the workspace, and the
-targets of links that lead out of it, never appear. Rung 3 needs ``dir_fd``
-support (Linux, macOS); where it is missing it refuses every path.
+Nothing a workspace prints shows a machine path: its ``repr`` names the folder only.
 """
 from __future__ import annotations
 
-import errno
-import hashlib
 import os
-import stat
-import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable
 
-from toolkit.core import ToolError
-from toolkit.core import FailureClass
-
-#: Largest file rung 3 will read, in bytes.
-MAX_BYTES = 1_000_000
-#: Longest path rung 1 accepts (UTF-8 bytes), and longest single component.
-MAX_PATH_BYTES = 1024
-MAX_NAME_BYTES = 255
-
-RUNG_NAMES = {1: "lexical", 2: "realpath", 3: "open"}
-
-#: Every kind of refusal: the rung that raises it, and what the caller can do instead.
-HINTS: dict[str, tuple[int, str]] = {
-    "not_text": (1, 'send the path as a JSON string, e.g. "src/config.ts"'),
-    "empty": (1, 'name a file, e.g. "README.md"'),
-    "nul": (1, "remove the NUL byte; no file name contains one"),
-    "control": (1, "remove control and invisible characters; type the name as a directory listing shows it"),
-    "backslash": (1, 'separate folders with "/", e.g. "src/config.ts"'),
-    "too_long": (1, f"use a shorter path (at most {MAX_PATH_BYTES} bytes, {MAX_NAME_BYTES} per name)"),
-    "absolute": (1, 'use a path relative to the workspace, e.g. "src/config.ts"'),
-    "traversal": (1, 'stay inside the workspace: drop the ".." that climbs out of it'),
-    "unresolvable": (2, "use a plain path to an existing file"),
-    "outside": (2, "read a file inside the workspace; links that lead out of it are not followed"),
-    "symlink": (3, "name the file itself, not a link; the link changed or loops"),
-    "changed": (3, "the file changed while it was being opened; try once more"),
-    "not_found": (3, "check the name against a directory listing, or switch tools"),
-    "not_regular": (3, "read_file reads regular files only; use a listing tool for a directory"),
-    "too_large": (3, "ask for a smaller file; this one is over the read cap"),
-    "unreadable": (3, "the host cannot open this file; ask the user or choose another file"),
-    "unsupported": (3, "this platform cannot open files safely (no dir_fd support)"),
-}
-
-#: Kinds filed under *authorization*: the path itself is not acceptable. The other kinds mean
-#: "the path is acceptable, but there is no readable file there" (a precondition).
-AUTHORIZATION_KINDS = frozenset({"not_text", "empty", "nul", "control", "backslash", "too_long", "absolute",
-                                 "traversal", "unresolvable", "outside", "symlink", "changed", "unreadable"})
+from toolkit.files.confinement import (FileRead, check_lexical, check_realpath, confine, open_confined,
+                                       read_confined)
+from toolkit.files.refusals import MAX_BYTES, RUNG_NAMES, PathRefused
 
 
-class PathRefused(Exception):
-    """A rung refused a path. ``error`` is the structured form a model is shown."""
-
-    def __init__(self, rung: int, kind: str, shown: str, why: str, expected: str):
-        self.rung, self.kind, self.why = rung, kind, why
-        message = f"rung {rung} ({RUNG_NAMES[rung]}) refused {shown}: {why}"
-        self.error = ToolError("path_refused", "$.path", message, expected=expected, received=shown,
-                               hint=HINTS[kind][1], retryable=kind == "changed")
-        super().__init__(message)
-
-    @property
-    def failure_class(self) -> FailureClass:
-        """Authorization for paths that reach outside; precondition for 'no readable file here'."""
-        if self.kind == "unsupported":
-            return FailureClass.EXECUTION
-        return FailureClass.AUTHORIZATION if self.kind in AUTHORIZATION_KINDS else FailureClass.PRECONDITION
-
-
-@dataclass(frozen=True)
-class FileRead:
-    """What rung 3 read: the relative path it opened, the bytes, their size and SHA-256."""
-
-    path: str
-    data: bytes = field(repr=False)
-    size: int
-    sha256: str
-
-    @property
-    def text(self) -> str:
-        """The content as UTF-8 text; undecodable bytes become U+FFFD."""
-        return self.data.decode("utf-8", errors="replace")
-
-    @property
-    def lossless(self) -> bool:
-        """True when ``text`` is exactly the bytes (valid UTF-8)."""
-        try:
-            self.data.decode("utf-8")
-        except UnicodeDecodeError:
-            return False
-        return True
-
-    def evidence(self) -> dict[str, Any]:
-        return {"size": self.size, "sha256": self.sha256}
-
-
-def shown(path: object, limit: int = 60) -> str:
-    """How a requested path appears in messages: quoted, escaped, shortened; absolute paths not echoed."""
-    if not isinstance(path, str):
-        return f"a non-string ({_type_name(path)})"
-    if path.startswith("/"):
-        return "an absolute path"
-    text = repr(path)
-    return text if len(text) <= limit else repr(path[: limit - 8]) + "..."
-
-
-def _type_name(value: object) -> str:
-    from toolkit.core import json_type
-
-    return json_type(value)
-
-
-# ------------------------------------------------------------------ rung 1
-_INSIDE = "a relative path inside the workspace"
-
-
-def check_lexical(root: Path, path: object) -> PurePosixPath:
-    """Rung 1: judge the path as text only. Returns it relative to ``root``, normalised.
-
-    ``root`` must be the workspace's absolute real path. No file is touched.
-    """
-    def refuse(kind: str, why: str) -> PathRefused:
-        return PathRefused(1, kind, shown(path), why, _INSIDE)
-
-    if not isinstance(path, str):
-        raise refuse("not_text", f"the path must be a string, got {_type_name(path)}")
-    if path == "":
-        raise refuse("empty", "the path is empty")
-    try:
-        encoded = path.encode("utf-8")
-    except UnicodeEncodeError:
-        raise refuse("not_text", "the path is not valid Unicode text") from None
-    if "\x00" in path:
-        raise refuse("nul", "it contains a NUL byte")
-    if "\\" in path:
-        raise refuse("backslash", "it contains a backslash, which is not a folder separator here")
-    if any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in path):
-        raise refuse("control", "it contains a control or invisible formatting character")
-    candidate = PurePosixPath(path)
-    if len(encoded) > MAX_PATH_BYTES or any(len(p.encode("utf-8")) > MAX_NAME_BYTES for p in candidate.parts):
-        raise refuse("too_long", "it is longer than the host accepts")
-    base = PurePosixPath(root)
-    if candidate.is_absolute():
-        if not candidate.is_relative_to(base):   # compares components: /ws_evil is not under /ws
-            raise refuse("absolute", "it lies outside the workspace")
-        candidate = candidate.relative_to(base)
-    parts: list[str] = []
-    for part in candidate.parts:
-        if part == "..":
-            if not parts:
-                raise refuse("traversal", 'its ".." climbs above the workspace')
-            parts.pop()
-        elif part != ".":
-            parts.append(part)
-    return PurePosixPath(*parts)
-
-
-# ------------------------------------------------------------------ rung 2
-def check_realpath(root: Path, path: str) -> PurePosixPath:
-    """Rung 2: resolve every link as the kernel would; the real path must lie inside ``root``.
-
-    Call it on a path that passed rung 1. Returns the real path relative to
-    ``root`` (``.`` for the root itself). Opens nothing; reads link targets only.
-    """
-    try:
-        real = PurePosixPath(os.path.realpath(os.path.join(root, path)))
-    except (OSError, ValueError, RuntimeError):
-        raise PathRefused(2, "unresolvable", shown(path), "it cannot be resolved", _INSIDE) from None
-    base = PurePosixPath(root)
-    if not real.is_relative_to(base):      # components again: a link to /ws_evil is outside /ws
-        raise PathRefused(2, "outside", shown(path), "it resolves to a place outside the workspace", _INSIDE)
-    return real.relative_to(base)
-
-
-# ------------------------------------------------------------------ rung 3
-_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-_FILE_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
-               | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-_SUPPORTED = (os.open in os.supports_dir_fd and os.stat in os.supports_dir_fd
-              and hasattr(os, "O_NOFOLLOW") and hasattr(os, "O_DIRECTORY"))
-_LINK_ERRNOS = {errno.ELOOP, errno.ENOTDIR, errno.EMLINK}
-
-
-def describe_entry(mode: int) -> str:
-    """A file type in words: 'a directory', 'a FIFO (named pipe)', ..."""
-    for test, name in ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"),
-                       (stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
-def stat_entry(name: str, dir_fd: int) -> os.stat_result | None:
-    """``lstat`` one name inside an open directory (links are not followed); None if it is absent."""
-    try:
-        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
-
-
-def open_confined(root: Path, relative: PurePosixPath | str, max_bytes: int = MAX_BYTES) -> FileRead:
-    """Rung 3: open ``relative`` under ``root`` without following any link, check it, read it.
-
-    Each folder is opened with ``O_DIRECTORY | O_NOFOLLOW`` relative to the one
-    before it, starting from the workspace's own descriptor. The file is
-    ``lstat``-ed first (a FIFO, device, socket, directory, link or oversized
-    file is refused unopened), then opened with ``O_NOFOLLOW | O_NOCTTY |
-    O_NONBLOCK`` and ``fstat``-ed: it must be the same regular file. Reads at
-    most ``max_bytes`` (one more to notice a file that grew).
-    """
-    rel = PurePosixPath(relative)
-    label = shown(str(relative))
-    expected = f"a regular file of at most {max_bytes} bytes inside the workspace"
-
-    def refuse(kind: str, why: str) -> PathRefused:
-        return PathRefused(3, kind, label, why, expected)
-
-    if rel.is_absolute() or ".." in rel.parts:
-        raise refuse("traversal", "rung 3 opens only plain relative paths")
-    if not rel.parts:
-        raise refuse("not_regular", "it is a directory (the workspace itself)")
-    if not _SUPPORTED:
-        raise refuse("unsupported", "this platform has no dir_fd or O_NOFOLLOW")
-    opened: list[int] = []
-    try:
-        opened.append(os.open(root, _DIR_FLAGS))
-        for part in rel.parts[:-1]:
-            opened.append(_open_folder(part, opened[-1], refuse))
-        name = rel.parts[-1]
-        before = stat_entry(name, opened[-1])
-        if before is None:
-            raise refuse("not_found", "there is no such file")
-        _require_small_regular_file(before, max_bytes, refuse)
-        try:
-            fd = os.open(name, _FILE_FLAGS, dir_fd=opened[-1])
-        except OSError as exc:
-            if exc.errno in _LINK_ERRNOS:
-                raise refuse("symlink", "it became a symbolic link after the check") from None
-            if exc.errno == errno.ENOENT:
-                raise refuse("changed", "it disappeared after the check") from None
-            raise refuse("unreadable", f"it cannot be opened ({_errno_name(exc)})") from None
-        opened.append(fd)
-        after = os.fstat(fd)
-        if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
-            raise refuse("changed", f"it was replaced after the check (now {describe_entry(after.st_mode)})")
-        _require_small_regular_file(after, max_bytes, refuse)
-        data = _read_at_most(fd, max_bytes + 1)
-    except OSError as exc:   # an I/O error on the way (EIO, EACCES, ...): refused, with the errno name only
-        raise refuse("unreadable", f"it cannot be read ({_errno_name(exc)})") from None
-    finally:
-        for fd in reversed(opened):
-            os.close(fd)
-    if len(data) > max_bytes:
-        raise refuse("too_large", f"it grew past the cap of {max_bytes} bytes while being read")
-    return FileRead(str(rel), data, len(data), hashlib.sha256(data).hexdigest())
-
-
-Refuse = Callable[[str, str], PathRefused]
-
-
-def _open_folder(part: str, dir_fd: int, refuse: Refuse) -> int:
-    try:
-        return os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
-    except OSError as exc:
-        if exc.errno == errno.ENOENT:
-            raise refuse("not_found", f"there is no folder {part!r}") from None
-        if exc.errno in _LINK_ERRNOS:
-            entry = stat_entry(part, dir_fd)
-            if entry is not None and stat.S_ISLNK(entry.st_mode):
-                raise refuse("symlink", f"the folder {part!r} is a symbolic link") from None
-            raise refuse("not_found", f"{part!r} is not a folder") from None
-        raise refuse("unreadable", f"the folder {part!r} cannot be opened ({_errno_name(exc)})") from None
-
-
-def _errno_name(exc: OSError) -> str:
-    """``ENOENT`` rather than ``str(exc)``, which would show absolute paths."""
-    return errno.errorcode.get(exc.errno or 0, "OSError")
-
-
-def _require_small_regular_file(st: os.stat_result, max_bytes: int, refuse: Refuse) -> None:
-    if stat.S_ISLNK(st.st_mode):
-        raise refuse("symlink", "it is a symbolic link")
-    if not stat.S_ISREG(st.st_mode):
-        raise refuse("not_regular", f"it is {describe_entry(st.st_mode)}, not a regular file")
-    if st.st_size > max_bytes:
-        raise refuse("too_large", f"it is {st.st_size} bytes, over the cap of {max_bytes}")
-
-
-def _read_at_most(fd: int, limit: int) -> bytes:
-    chunks, total = [], 0
-    while total < limit:
-        chunk = os.read(fd, min(65536, limit - total))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        total += len(chunk)
-    return b"".join(chunks)
-
-
-# --------------------------------------------------------------- the ladder
 @dataclass(frozen=True)
 class RungStep:
     """One rung's verdict on one path, as a notebook prints it."""
@@ -381,12 +57,11 @@ class Workspace:
 
     def check(self, path: object) -> PurePosixPath:
         """Rungs 1 and 2: the real path, relative to the root, or ``PathRefused``. Opens nothing."""
-        check_lexical(self.root, path)
-        return check_realpath(self.root, path)
+        return confine(self.root, path)
 
     def read(self, path: object) -> FileRead:
         """All three rungs. Rung 3 always runs, on the real path rung 2 found."""
-        return open_confined(self.root, self.check(path), self.max_bytes)
+        return read_confined(self.root, path, self.max_bytes)
 
     def entry(self, path: object) -> os.stat_result | None:
         """``lstat`` of what a confined path names (rungs 1-2 first), or None if nothing is there.
@@ -415,3 +90,6 @@ class Workspace:
     def explain(self, path: object) -> str:
         """The ladder as printable lines."""
         return "\n".join(str(step) for step in self.ladder(path))
+
+
+__all__ = ["RungStep", "Workspace"]

@@ -1,14 +1,14 @@
 """Chapter 06: a live view of the retry controller: move beta, n_max and d0, pick a jitter, watch the delay plan.
 
-Every line the panel shows comes from ``toolkit.effects.backoff.walk``: the same pure
-``step`` the host runs, applied from ``(n=0, d=d0)`` until the controller
-escalates. Nothing here recomputes the rule its own way; the closed form of the
-total wait is evaluated separately, as a check the student can read beside it.
+Every line the panel shows comes from ``toolkit.effects.backoff.walk`` (the rows
+from ``toolkit.effects.waits.plan_rows``): the same pure ``step`` the host runs,
+applied from ``(n=0, d=d0)`` until the controller escalates. Nothing here
+recomputes the rule its own way; the closed form of the total wait is evaluated
+separately, as a check the student can read beside it.
 """
 from __future__ import annotations
 
-
-from toolkit.effects import Jitter, RetryPolicy, walk
+from toolkit.effects import Jitter, RetryPolicy, plan_rows, walk
 from toolkit.present.text_view import pre_html
 
 BAR_WIDTH = 24   # characters of the longest bar in the text view
@@ -17,23 +17,6 @@ BAR_WIDTH = 24   # characters of the longest bar in the text view
 def _seconds(x: float) -> str:
     """1 -> '1s', 1.5159 -> '1.52s' (display only)."""
     return f"{round(x, 2):g}s"
-
-
-def plan_rows(policy: RetryPolicy, seed: int = 0) -> list[dict]:
-    """One row per granted retry: its number, the planned delay ``d``, the wait drawn, and the state after.
-
-    ``d`` of retry ``k`` is the delay of the state it was granted from (capped
-    by ``d_max``); without jitter the wait equals it.
-    """
-    rows, state = [], policy.start()
-    for decision in walk(policy, seed=seed):
-        if not decision.retry:
-            break
-        planned = state.d if policy.d_max is None else min(policy.d_max, state.d)
-        rows.append({"retry": decision.state.n, "d": planned, "wait": decision.wait,
-                     "after": str(decision.state)})
-        state = decision.state
-    return rows
 
 
 def plan_text(policy: RetryPolicy, seed: int = 0) -> str:

@@ -1,53 +1,30 @@
 """Chapter 05: a live view of the duplicate-invoice trace: choose the guards and the crash point, watch the invoices.
 
-Every trace the panel shows comes from ``toolkit.worlds.crash.run_scenario``: a child
-process really dies (SIGKILL) at the chosen point, a second one retries, and
-the invoices are counted in billing's own database. A run gives the same
-trace every time, so each (agent, crash point) is run once and cached.
-
-``toolkit.worlds.crash`` has three agents, each keeping its ledger in a SQLite file.
-The panel's three switches are mapped onto them (``plan`` says which run a
-setting plays, and why):
-
-* **atomic ledger** on: the ``atomic`` agent. Its ledger lives in billing's
-  database, so it is on disk whatever "durable key" says, and billing's own
-  key check plays no part: the invoice and the key commit together.
-* else **billing honours keys** on: the ``keyed`` agent (pending -> done
-  locally; billing recognizes the key on a retry).
-* else: the ``naive`` agent (invoice first, ledger row in a separate step).
-* **durable key** off: the ledger lives in the agent's memory and dies with
-  its process. ``toolkit.worlds.crash`` has no in-memory agent, so a crash *after*
-  the key was recorded is played as a crash *before* it: after a SIGKILL the
-  two leave the same ledger, an empty one. Without a crash the living process
-  answers the retry from its memory, as the durable ledger does.
+Every trace the panel shows comes from a real run (``toolkit.worlds.crash.run_scenario``):
+a child process really dies (SIGKILL) at the chosen point, a retry follows, and
+the invoices are counted in billing's own database. Which run a setting plays
+is ``toolkit.worlds.crash.guarded_run``. A run gives the same trace every time,
+so each run is played once and cached.
 """
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from toolkit.worlds import CRASH_POINTS, run_scenario
+from toolkit.worlds import CRASH_POINTS, GuardedRun, guarded_run, run_scenario
 from toolkit.present.text_view import pre_html
 
-#: The dropdown: the toolkit's crash points by name, and "no crash".
+#: The dropdown: the scenario's crash points by name, and "no crash".
 CRASH_CHOICES: tuple[tuple[str, str], ...] = tuple((("no crash" if p == "none" else p), p) for p in CRASH_POINTS)
 
-#: What each agent is, in the words the panel shows.
-AGENTS = {
-    "naive": "invoice first, then the ledger row in a separate step; billing ignores keys",
-    "atomic": "invoice and ledger row in one SQLite transaction, in billing's database",
-    "keyed": "ledger row pending -> done around the call; billing recognizes the key",
-}
-
-_RUNS: dict[tuple[str, str], dict[str, Any]] = {}
+_RUNS: dict[tuple[str, str, bool], dict[str, Any]] = {}
 
 
-def scenario(mode: str, crash_at: str) -> dict[str, Any]:
-    """``run_scenario(mode, crash_at)``, run once per pair and then served from a cache."""
-    if (mode, crash_at) not in _RUNS:
-        _RUNS[(mode, crash_at)] = run_scenario(mode, crash_at)
-    return _RUNS[(mode, crash_at)]
+def scenario(mode: str, crash_at: str, durable: bool = True) -> dict[str, Any]:
+    """``run_scenario(mode, crash_at, durable=durable)``, run once per setting and then served from a cache."""
+    if (mode, crash_at, durable) not in _RUNS:
+        _RUNS[(mode, crash_at, durable)] = run_scenario(mode, crash_at, durable=durable)
+    return _RUNS[(mode, crash_at, durable)]
 
 
 def clear_cache() -> None:
@@ -55,44 +32,11 @@ def clear_cache() -> None:
     _RUNS.clear()
 
 
-@dataclass(frozen=True)
-class Plan:
-    """Which real run a setting plays: the crash.py agent, the crash point, and notes on the mapping."""
-
-    mode: str
-    crash_at: str
-    notes: tuple[str, ...] = ()
-
-
-def plan(durable: bool, atomic: bool, honours: bool, crash_at: str) -> Plan:
-    """Map the three switches and a crash point onto a ``toolkit.worlds.crash`` run (see the module docstring)."""
-    if crash_at not in CRASH_POINTS:
-        raise ValueError(f"crash point must be one of {tuple(CRASH_POINTS)}, not {crash_at!r}")
-    notes: list[str] = []
-    if atomic:
-        mode = "atomic"
-        if not durable:
-            notes.append("an atomic ledger lives in billing's database, so the key is on disk anyway")
-        if honours:
-            notes.append("billing's own key check plays no part: the invoice and the key commit together")
-    else:
-        mode = "keyed" if honours else "naive"
-    point = crash_at
-    if not durable and not atomic:
-        if crash_at == "after_ledger":
-            point = "after_effect_before_ledger"
-            notes.append("the key was recorded in memory and died with the process: "
-                         "played as a crash before the ledger records it")
-        elif crash_at == "none":
-            notes.append("no crash: the living process still holds the key in memory and answers the retry")
-    return Plan(mode, point, tuple(notes))
-
-
 def _listed(items: Sequence[str]) -> str:
     return ", ".join(items) if items else "(empty)"
 
 
-def outcome_text(setting: Mapping[str, Any], chosen: Plan, outcome: Mapping[str, Any]) -> str:
+def outcome_text(setting: Mapping[str, Any], chosen: GuardedRun, outcome: Mapping[str, Any]) -> str:
     """What the panel shows: the setting, the run it plays, the trace, and the invoices at the end."""
     on = {True: "on", False: "off"}
 
@@ -101,13 +45,12 @@ def outcome_text(setting: Mapping[str, Any], chosen: Plan, outcome: Mapping[str,
 
     lines = [f"durable key: {on[setting['durable']]} | atomic ledger: {on[setting['atomic']]} | "
              f"billing honours keys: {on[setting['honours']]} | {crash(setting['crash_at'])}",
-             f"run: {chosen.mode} agent, {crash(chosen.crash_at)}: {AGENTS[chosen.mode]}"]
+             f"run: {chosen.mode} agent, {crash(chosen.crash_at)}: {chosen.agent}"]
     lines += [f"note: {note}" for note in chosen.notes]
     lines += list(outcome["trace"])
     if outcome["crashed"]:
         after = outcome["after_crash"]
-        in_memory = not setting["durable"] and chosen.mode != "atomic"
-        ledger = "(in memory: gone with the process)" if in_memory else _listed(after["ledger"])
+        ledger = _listed(after["ledger"]) if chosen.durable else "(in memory: gone with the process)"
         lines.append(f"just after the crash: invoices {_listed([i.split()[0] for i in after['invoices']])}; "
                      f"ledger {ledger}")
     names = [i.split()[0] for i in outcome["invoices"]]
@@ -188,9 +131,10 @@ class InvoicePanel:
                 "crash_at": self.crash.value}
 
     @property
-    def plan(self) -> Plan:
+    def run(self) -> GuardedRun:
+        """The run the current setting plays."""
         s = self.setting
-        return plan(s["durable"], s["atomic"], s["honours"], s["crash_at"])
+        return guarded_run(s["durable"], s["atomic"], s["honours"], s["crash_at"])
 
     @property
     def invoice_count(self) -> int:
@@ -202,8 +146,8 @@ class InvoicePanel:
     def _update(self, _change: object = None) -> None:
         if self._holding:
             return
-        chosen = self.plan
-        self.outcome = scenario(chosen.mode, chosen.crash_at)
+        chosen = self.run
+        self.outcome = scenario(chosen.mode, chosen.crash_at, chosen.durable)
         self._text = outcome_text(self.setting, chosen, self.outcome)
         colour = "#cf222e" if self.outcome["invoice_count"] != 1 else "#1a7f37"
         self.view.value = pre_html(self._text, colour)
@@ -214,5 +158,4 @@ class InvoicePanel:
         display(self.widget)
 
 
-__all__ = ["AGENTS", "CRASH_CHOICES", "InvoicePanel", "Plan", "clear_cache", "matrix_html", "outcome_text", "plan",
-           "scenario"]
+__all__ = ["CRASH_CHOICES", "InvoicePanel", "clear_cache", "matrix_html", "outcome_text", "scenario"]

@@ -1,41 +1,15 @@
 """Chapters 06 and 07: plots for retries and measurement: jitter variants, the schema-violation drift, the 202 trap.
 
-The data functions (``jitter_waits``, ``arrival_times``, ``peak_load``) are
-plain Python over ``toolkit.effects.backoff``; the ``*_plot`` functions draw with
+The data behind the jitter plot (``jitter_waits``, ``peak_load``) is computed
+in ``toolkit.effects.waits``; the ``*_plot`` functions only draw it with
 matplotlib, imported only when a plot is drawn, and return the figure.
 """
 from __future__ import annotations
 
 from dataclasses import replace
-from itertools import accumulate
 from typing import Sequence
 
-from toolkit.effects import Jitter, RetryPolicy, plan
-
-
-def jitter_waits(policy: RetryPolicy, clients: int = 20, seed: int = 0) -> dict[str, list[list[float]]]:
-    """For every jitter variant, the waits each client draws when every one of its retries fails.
-
-    Client ``c`` draws from ``random.Random(seed + c)``, so every variant meets
-    the same clients and a notebook prints the same numbers on every run.
-    """
-    return {j.value: [plan(replace(policy, jitter=j), seed=seed + c) for c in range(clients)] for j in Jitter}
-
-
-def arrival_times(waits: Sequence[float]) -> list[float]:
-    """When each retry arrives, counting from the first failure (attempts themselves take no time)."""
-    return list(accumulate(waits))
-
-
-def peak_load(waits_per_client: Sequence[Sequence[float]], window: float = 0.1) -> int:
-    """The most retries, across all clients, that arrive within any ``window`` seconds of each other."""
-    times = sorted(t for waits in waits_per_client for t in arrival_times(waits))
-    best, start = 0, 0
-    for end, t in enumerate(times):
-        while t - times[start] > window:
-            start += 1
-        best = max(best, end - start + 1)
-    return best
+from toolkit.effects import Jitter, RetryPolicy, jitter_waits, peak_load, plan
 
 
 def jitter_plot(policy: RetryPolicy, clients: int = 20, seed: int = 0, window: float = 0.1):
@@ -97,4 +71,4 @@ def gaming_plot(gamed: Sequence[dict], repaired: Sequence[dict]):
     return fig
 
 
-__all__ = ["arrival_times", "drift_plot", "gaming_plot", "jitter_plot", "jitter_waits", "peak_load"]
+__all__ = ["drift_plot", "gaming_plot", "jitter_plot"]

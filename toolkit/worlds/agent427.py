@@ -15,28 +15,24 @@ exports ``load_publication_manifest``. Nothing is edited. The refusal is an
 observation; the agent inspects the module's real exports and proposes again,
 with the declared fields and the exported name.
 
-Everything happens in a copy of the scenario folder (``copy_scenario``), so
-no run ever changes the files shipped with the package.
+Everything happens in a copy of the scenario folder (``copy_scenario``, or
+``scenario_copy`` for a throwaway one), so no run ever changes the files
+shipped with the package. The scripted episode is ``agent427_episode``; the
+legality panel's three switches are ``agent427_switches``.
 """
 from __future__ import annotations
 
-import difflib
-import json
 import shutil
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from toolkit.core import ToolCall, request
-from toolkit.files import file_sha256, make_edit_file
-from toolkit.core import ToolError
-from toolkit.files import Exports, check_imports, make_inspect_exports, read_exports
-from toolkit.files import CLOSE, Preferences
-from toolkit.core import Host, rejection
-from toolkit.core import ScriptedPolicy, State, evaluate
-from toolkit.core import Caller, Outcome, Test, Verdict
-from toolkit.core import Status, ToolResult
+from toolkit.core import (Caller, Host, Outcome, Status, Test, ToolCall, ToolError, ToolResult, Verdict, rejection,
+                          request)
+from toolkit.files import (CLOSE, Exports, Preferences, check_imports, make_edit_file, make_inspect_exports,
+                           read_exports)
 
 #: The scenario folder shipped with the package (never edited; copy it first).
 SCENARIO = Path(__file__).resolve().parent / "scenarios" / "agent427"
@@ -57,15 +53,21 @@ def new_text(symbol: str) -> str:
 
 
 # ------------------------------------------------------------------ the world
-def copy_scenario(destination: Path | str | None = None) -> Path:
-    """Copy the scenario into a fresh workspace directory and return its path.
+def copy_scenario(destination: Path | str) -> Path:
+    """Copy the scenario into ``destination`` (a workspace directory) and return its path.
 
-    Without a destination, a new temporary directory is made; runs therefore
-    never modify the package's own files.
+    Runs work on the copy, so they never modify the package's own files.
     """
-    target = Path(destination) if destination is not None else Path(tempfile.mkdtemp(prefix="agent427-")) / "workspace"
+    target = Path(destination)
     shutil.copytree(SCENARIO, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "site"))
     return target
+
+
+@contextmanager
+def scenario_copy(prefix: str = "agent427-") -> Iterator[Path]:
+    """A copy of the scenario in a temporary folder, removed when the ``with`` block ends."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as folder:
+        yield copy_scenario(Path(folder) / "workspace")
 
 
 def read_build_script(workspace: Path | str) -> str:
@@ -249,110 +251,7 @@ def transition(outcome: ValidatorReport | ToolResult) -> str:
     return f"{first} -> observe(errors) -> {step}"
 
 
-# ------------------------------------------------------------------ the policy
-def _rejection(state: State) -> ToolResult | None:
-    return next((o.result for o in state.observations if o.kind == "rejected"), None)
-
-
-def _unexported(result: ToolResult) -> ToolError | None:
-    return next((e for e in result.errors if e.code == "symbol_not_exported"), None)
-
-
-def inspect_step(state: State) -> ToolCall | None:
-    """Step two: read the rejection; if it names an unexported symbol, ask for the module's real exports."""
-    refused = state.last.result if state.last and state.last.kind == "rejected" else None
-    if refused is None or not transition(refused).endswith("inspect_exports"):
-        return None
-    error = _unexported(refused)
-    module = error.pointer.removeprefix("import ").rsplit(".", 1)[0]
-    return request("inspect_exports", {"module": module}, "call_2")
-
-
-def correct_step(state: State) -> Proposal | None:
-    """Step three: from the exports just read, take the name closest to the one wanted; propose again."""
-    refused, last = _rejection(state), state.last
-    if refused is None or last is None or not last.result.ok:
-        return None
-    wanted = _unexported(refused).received
-    names = last.result.output["names"]
-    symbol = difflib.get_close_matches(wanted, names, n=1, cutoff=0.0)
-    return corrected_proposal(symbol[0], "call_3") if symbol else None
-
-
-# ------------------------------------------------------------------ the episode
-@dataclass
-class Episode:
-    """A finished run: the workspace, the interpreter's final state, and the host's log."""
-
-    workspace: Path
-    state: State
-    host: ProposalHost
-    before: str
-    after: str
-
-    @property
-    def attempts(self) -> list:
-        return self.host.log
-
-    def diff(self) -> list[str]:
-        """The unified diff of build_site.py, with relative names only."""
-        return list(difflib.unified_diff(self.before.splitlines(keepends=True), self.after.splitlines(keepends=True),
-                                         f"a/{BUILD_SCRIPT}", f"b/{BUILD_SCRIPT}", n=1))
-
-    def transcript(self) -> str:
-        return "\n".join(transcript_lines(self))
-
-
-def run_agent427(workspace: Path | str | None = None) -> Episode:
-    """Run the whole episode through ``toolkit.core.loop.evaluate`` with a scripted policy."""
-    root = Path(workspace) if workspace is not None else copy_scenario()
-    host = episode_host(root)
-    before = read_build_script(root)
-    policy = ScriptedPolicy([first_proposal("call_1"), inspect_step, correct_step])
-    state = evaluate(State(TASK), policy, host)
-    return Episode(root, state, host, before, read_build_script(root))
-
-
-def format_call(call: Any, limit: int = 44) -> list[str]:
-    """A tool call in the chapter's layout, one argument per line; long values are cut with ``...``."""
-    args = call.arguments if isinstance(call.arguments, dict) else {"<arguments>": call.arguments}
-    head = f"{call.name}({{"
-    lines = []
-    for i, (key, value) in enumerate(args.items()):
-        text = value if isinstance(value, str) else json.dumps(value)
-        shown = json.dumps(text[:limit] + "..." if len(text) > limit else text, ensure_ascii=False)
-        lines.append(f"{head if i == 0 else ' ' * len(head)}{json.dumps(key)}: {shown}")
-    if not lines:
-        return [f"{call.name}({{}})"]
-    lines[-1] += "})"
-    lines[:-1] = [line + "," for line in lines[:-1]]
-    return lines
-
-
-def transcript_lines(episode: Episode) -> list[str]:
-    """The episode in the chapter's layout: proposal, validator, transition, evidence, corrected proposal, result."""
-    first, inspect, second = episode.attempts
-    out = ["proposal.code:", f"  {first.call.code}", "", "proposal.tool:"]
-    out += [f"  {line}" for line in format_call(first.call)]
-    out += ["", "validator:"] + [f"  {e.line()}" for e in first.result.errors]
-    out += ["", "transition:", f"  {transition(first.result)}", ""]
-    out += [f"inspect_exports({json.dumps(inspect.call.arguments)}):"]
-    exports = inspect.result.output or {}
-    out += [f"  {exports.get('module')} exports {', '.join(exports.get('names', []))} (rule: {exports.get('rule')})"]
-    out += ["", "corrected proposal:", f"  {second.call.code}"] + [f"  {line}" for line in format_call(second.call)]
-    out += ["", "validator:", "  " + ", ".join(f"{t.name} {t.outcome.value}" for t in second.verdict.tests)
-            + f": legal = {second.verdict.legal}"]
-    result = second.result
-    out += ["", "result:", f"  {result.status.value}: {BUILD_SCRIPT}"
-            + (f", line {result.output['line']} replaced" if result.ok else f" ({result.reason})")]
-    if result.ok:
-        evidence = result.evidence
-        out += [f"  sha256 before {evidence['sha256_before'][:12]}  after {evidence['sha256_after'][:12]}"]
-    out += ["", "interpreter:"] + [f"  {line}" for line in episode.state.transcript()]
-    return out
-
-
-__all__ = ["AGENT", "agent427_preferences", "BUILD_SCRIPT", "EVIDENCE_STEPS", "Episode", "MODULE", "OLD_TEXT", "Proposal", "ProposalHost",
-           "ValidatorReport", "SCENARIO", "copy_scenario", "correct_step", "corrected_proposal", "episode_host",
-           "file_sha256", "first_proposal", "format_call", "inspect_exports", "inspect_step", "new_text",
-           "read_build_script", "run_agent427", "transcript_lines", "transition", "validate"]
+__all__ = ["AGENT", "agent427_preferences", "BUILD_SCRIPT", "EVIDENCE_STEPS", "MODULE", "OLD_TEXT", "Proposal",
+           "ProposalHost", "SCENARIO", "ValidatorReport", "copy_scenario", "corrected_proposal", "episode_host",
+           "first_proposal", "inspect_exports", "new_text", "read_build_script", "scenario_copy", "transition",
+           "validate"]

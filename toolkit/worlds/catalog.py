@@ -2,37 +2,16 @@
 
 ``create_invoice`` is the chapter's example contract. Its preconditions and
 postcondition read a *world*: any object with ``order(order_id)`` and
-``invoices_with_key(key)``. ``Books`` is the smallest such world.
+``invoices_with_key(key)``; ``toolkit.worlds.books.Books`` is one.
+``invoice_contract()`` is the same contract with chapter 07's extra promise
+(the invoice bills the amount asked for), which also reads ``invoice(id)``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any
 
 from toolkit.core import Condition, Contract, Retry
-
-
-@dataclass
-class Books:
-    """A tiny in-memory billing world: orders, and invoices numbered INV-9, INV-10, ..."""
-
-    orders: dict[str, dict[str, Any]] = field(default_factory=dict)
-    invoices: list[dict[str, Any]] = field(default_factory=list)
-    next_number: int = 9
-
-    def order(self, order_id: str) -> dict[str, Any] | None:
-        return self.orders.get(order_id)
-
-    def invoices_with_key(self, key: str) -> list[dict[str, Any]]:
-        return [i for i in self.invoices if i["idempotency_key"] == key]
-
-    def issue(self, arguments: dict, _world: Any = None) -> dict[str, Any]:
-        """Create one invoice (no idempotency of its own: that is the ledger's job)."""
-        invoice = {"invoice_id": f"INV-{self.next_number}", **arguments}
-        self.next_number += 1
-        self.invoices.append(invoice)
-        return {"invoice_id": invoice["invoice_id"],
-                "evidence": {"invoice_id": invoice["invoice_id"], "ledger_entry": arguments["idempotency_key"]}}
 
 
 def _order_approved(arguments: dict, world: Any) -> bool:
@@ -76,3 +55,17 @@ CREATE_INVOICE = Contract(
     evidence=("invoice id", "ledger entry"),
     writes=("order:{order_id}",),
 )
+
+
+def _amount_matches(arguments: dict, output: Any, world: Any) -> bool:
+    invoice = world.invoice(output.get("invoice_id")) if isinstance(output, dict) else None
+    return invoice is not None and invoice["amount"] == arguments["amount"]
+
+
+def invoice_contract() -> Contract:
+    """``create_invoice`` with one more promise: the invoice bills the amount asked for."""
+    return replace(CREATE_INVOICE, postconditions=CREATE_INVOICE.postconditions + (
+        Condition("amount_matches", "the invoice bills the requested amount", _amount_matches),))
+
+
+__all__ = ["CREATE_INVOICE", "invoice_contract"]

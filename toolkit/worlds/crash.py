@@ -8,182 +8,126 @@ The chapter's five lines::
     t3  agent retries without an external idempotency guarantee
     t4  billing service creates INV-10 for the same order
 
-``run_scenario`` plays them for real. The agent runs in a child process that
-kills itself (SIGKILL: no cleanup, no flush, no goodbye) at a named crash
-point; a second child retries. The billing service is a third process with its
-own SQLite database. The trace is assembled from what each process wrote to a
-shared event file, and the invoice count is read from billing's database.
+``run_scenario`` plays them for real. The agent (``toolkit.worlds.crash_agents``)
+runs in a child process that kills itself at a named crash point; a second
+child retries. The billing service is a third process with its own SQLite
+database. The trace is assembled from what each process wrote to a shared
+event file, and the invoice count is read from billing's database.
 
-Three ways to run the agent:
-
-``naive``   look up the local ledger, call billing (which ignores keys), then
-            write the ledger in a separate step. A crash in between duplicates.
-``atomic``  the invoice and the ledger row live in one database and commit in
-            one transaction. A crash in between rolls both back.
-``keyed``   billing honours the idempotency key; the local ledger goes
-            pending -> done, and a retry that finds a pending key asks billing
-            with the same key (an inquiry, not a new proposal).
-
-``crash_matrix`` runs every crash point against every mode and counts
-invoices. ``race`` starts several processes that claim the same keys against
-one SQLite file at once and counts effects per key.
+``crash_matrix`` runs every crash point against every agent and counts
+invoices. ``guarded_run`` says which run a choice of guards plays (durable
+key, atomic ledger, billing that honours keys): the chapter's panel shows it.
 """
 from __future__ import annotations
 
-import json
-import os
-import random
-import signal
-import sqlite3
 import tempfile
+import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit.worlds import billing_service
-from toolkit.effects import LedgerStatus, SqliteLedger, connect, transaction
+from toolkit.effects import SqliteLedger, connect
+from toolkit.worlds.billing_http import start
+from toolkit.worlds.billing_service import list_invoices, open_books
+from toolkit.worlds.catalog import CREATE_INVOICE
+from toolkit.worlds.children import process_context, reap
+from toolkit.worlds.crash_agents import CRASH_POINTS, KILLED, MODES, EventLog, agent
 
-KEY = "invoice:order-431:v1"
-ORDER: dict[str, Any] = {"order_id": "order-431", "amount": 120.0, "currency": "EUR", "idempotency_key": KEY}
-MODES = ("naive", "atomic", "keyed")
-
-#: Where the first attempt dies, and the sentence the trace shows for it.
-CRASH_POINTS: dict[str, str | None] = {
-    "before_send": "process crashes before billing receives the request",
-    "after_effect_before_ledger": "process crashes before local ledger records the key",
-    "after_ledger": "process crashes after local ledger records the key, before it replies",
-    "none": None,
-}
-
-RETRY_TEXT = {
-    "naive": "agent retries without an external idempotency guarantee",
-    "atomic": "agent retries with the same key; invoice and ledger share one database",
-    "keyed": "agent retries with the same key; billing honours idempotency keys",
+#: What each agent does, in the scenario's words, with its ledger on disk (True) or in memory (False).
+AGENT_TEXT: dict[tuple[str, bool], str] = {
+    ("naive", True): "invoice first, then the ledger row in a separate step; billing ignores keys",
+    ("atomic", True): "invoice and ledger row in one SQLite transaction, in billing's database",
+    ("keyed", True): "ledger row pending -> done around the call; billing recognizes the key",
+    ("naive", False): "invoice first, then the key in the agent's memory; billing ignores keys",
+    ("keyed", False): "key pending -> done in the agent's memory around the call; billing recognizes the key",
 }
 
 
-@dataclass(frozen=True)
-class EventLog:
-    """An append-only file of trace sentences shared by several processes.
+def run_scenario(mode: str = "naive", crash_at: str = "after_effect_before_ledger", *, durable: bool = True,
+                 context: str | None = None) -> dict[str, Any]:
+    """Play one attempt that crashes at ``crash_at``, then one retry; report what the world holds.
 
-    Each sentence is one ``os.write`` to a file opened with O_APPEND, so lines
-    from different processes never interleave, and a line written just before
-    a SIGKILL is already in the file.
+    ``durable`` off keeps the naive or keyed agent's ledger in its memory. Returns plain data:
+    ``trace`` (the t-lines), ``invoice_count``, ``invoices`` and ``ledger`` at
+    the end, ``after_crash`` (the same two just after the first attempt), and
+    ``crashed`` (the first child was killed). Every process is ended and the
+    temporary directory removed before it returns.
     """
-
-    path: str
-
-    def __call__(self, text: str) -> None:
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, (json.dumps(text) + "\n").encode("utf-8"))
-        finally:
-            os.close(fd)
-
-    def read(self) -> list[str]:
-        if not os.path.exists(self.path):
-            return []
-        with open(self.path, encoding="utf-8") as handle:
-            return [json.loads(line) for line in handle if line.strip()]
-
-
-#: How a child killed at its crash point shows up to its parent (multiprocessing's exit code).
-KILLED = -signal.SIGKILL if hasattr(signal, "SIGKILL") else 137
-
-
-def _die_at(point: str, crash_at: str | None) -> None:
-    """Kill this process for real when it reaches the chosen crash point."""
-    if point != crash_at:
-        return
-    if hasattr(signal, "SIGKILL"):
-        os.kill(os.getpid(), signal.SIGKILL)
-    os._exit(137)  # pragma: no cover - platforms without SIGKILL
-
-
-def _send_line(arguments: dict) -> str:
-    return f"agent sends create_invoice({arguments['order_id']}, key={arguments['idempotency_key']})"
-
-
-def agent(mode: str, crash_at: str | None, workdir: str, port: int | None, attempt: int) -> None:
-    """One attempt of the agent's create_invoice step (runs in a child process)."""
-    work = Path(workdir)
-    log = EventLog(str(work / "events.jsonl"))
-    arguments = dict(ORDER)
-    log(_send_line(arguments) if attempt == 1 else RETRY_TEXT[mode])
-    if mode == "atomic":
-        _atomic(arguments, crash_at, work, log)
-    else:
-        client = billing_service.BillingClient(port or 0)
-        with SqliteLedger(work / "agent-ledger.db") as ledger:
-            (_naive if mode == "naive" else _keyed)(arguments, crash_at, ledger, client, log)
-    _die_at("after_ledger", crash_at)
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}")
+    if crash_at not in CRASH_POINTS:
+        raise ValueError(f"crash_at must be one of {tuple(CRASH_POINTS)}")
+    if mode == "atomic" and not durable:
+        raise ValueError("the atomic agent's ledger lives in billing's database; it cannot be kept in memory")
+    ctx = process_context(context)
+    CREATE_INVOICE.validator  # compile the schema once, before forking children
+    with ExitStack() as stack:
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="invoice-trace-")))
+        log = EventLog(str(work / "events.jsonl"))
+        if mode == "atomic":
+            open_books(work / "billing.db").close()
+            port = None
+        else:
+            port = stack.enter_context(start(work / "billing.db", honour_keys=(mode == "keyed"), notify=log,
+                                             context=ctx)).port
+        between = None if durable else (ctx.Event(), ctx.Event())
+        point = None if crash_at == "none" else crash_at
+        first = _child(stack, ctx, mode, point, str(work), port, 1, durable, between)
+        survived = _first_attempt_over(first, between)
+        after_crash = _state(work, mode)
+        if survived:                                   # a living process retries from its own memory
+            between[1].set()
+            crashed, second = False, first
+        else:
+            crashed = first.exitcode == KILLED
+            if first.exitcode not in (0, KILLED):
+                raise RuntimeError(f"the first attempt failed on its own (exit code {first.exitcode})")
+            if crashed:
+                log(_crash_sentence(mode, crash_at, durable, after_crash))
+            second = _child(stack, ctx, mode, None, str(work), port, 2, durable, None)
+        reap(second)
+        if second.exitcode != 0:
+            raise RuntimeError(f"the retry did not finish (exit code {second.exitcode})")
+        final = _state(work, mode)
+        events = log.read()
+    return {"mode": mode, "crash_at": crash_at, "crashed": crashed,
+            "trace": [f"t{i}  {text}" for i, text in enumerate(events)],
+            "invoice_count": len(final["invoices"]), "invoices": final["invoices"], "ledger": final["ledger"],
+            "after_crash": after_crash}
 
 
-def _replay_line(result: dict) -> str:
-    return f"local ledger replays {result['invoice_id']}; billing is not called"
+def _crash_sentence(mode: str, crash_at: str, durable: bool, after_crash: dict[str, Any]) -> str:
+    text = CRASH_POINTS[crash_at] or "process crashes"
+    if mode == "atomic" and crash_at == "after_effect_before_ledger" and not after_crash["invoices"]:
+        text += "; the open transaction rolls back, invoice included"
+    if not durable:
+        text += "; the ledger it kept in memory died with the process"
+    return text
 
 
-def _naive(arguments: dict, crash_at: str | None, ledger: SqliteLedger, client: billing_service.BillingClient,
-           log: EventLog) -> None:
-    entry = ledger.lookup(KEY)
-    if entry is not None:
-        log(_replay_line(entry["result"]))
-        return
-    _die_at("before_send", crash_at)
-    invoice = client.create_invoice(arguments)            # the effect, in another system
-    _die_at("after_effect_before_ledger", crash_at)       # t2: the gap between two separate steps
-    ledger.record(KEY, arguments, invoice, tool="create_invoice")
+# --------------------------------------------------------------------------- child processes
 
-
-def _keyed(arguments: dict, crash_at: str | None, ledger: SqliteLedger, client: billing_service.BillingClient,
-           log: EventLog) -> None:
-    def effect(args: dict) -> dict:
-        _die_at("before_send", crash_at)
-        invoice = client.create_invoice(args)              # the key travels downstream in args
-        _die_at("after_effect_before_ledger", crash_at)
-        return invoice
-
-    answer = ledger.call(KEY, effect, arguments, tool="create_invoice")
-    if answer.status is LedgerStatus.REPLAYED:
-        log(_replay_line(answer.result))
-    elif answer.status is LedgerStatus.IN_PROGRESS:         # a pending claim left by the crash
-        # Billing honours the key, so sending the same key again is an inquiry:
-        # it returns the invoice made for this key, or makes the one that never arrived.
-        ledger.reconcile(KEY, arguments, client.create_invoice, tool="create_invoice")
-
-
-def _atomic(arguments: dict, crash_at: str | None, work: Path, log: EventLog) -> None:
-    def effect(conn: sqlite3.Connection, args: dict) -> dict:
-        _die_at("before_send", crash_at)
-        invoice = billing_service.issue_invoice(conn, args, honour_keys=False)
-        log(f"invoice {invoice['invoice_id']} is written inside the open transaction")
-        _die_at("after_effect_before_ledger", crash_at)
-        return invoice
-
-    with SqliteLedger(work / "billing.db") as ledger:      # the ledger lives in billing's database
-        answer = ledger.call_atomic(KEY, effect, arguments, tool="create_invoice")
-    if answer.status is LedgerStatus.RAN:
-        log(f"invoice {answer.result['invoice_id']} and its ledger entry commit in one transaction")
-    elif answer.status is LedgerStatus.REPLAYED:
-        log(_replay_line(answer.result))
-
-
-# --------------------------------------------------------------------------- running it
-
-def _context(context: str | None) -> Any:
-    import multiprocessing
-
-    return multiprocessing.get_context(context or billing_service.default_start_method())
-
-
-def _run_child(ctx: Any, *args: Any) -> int:
+def _child(stack: ExitStack, ctx: Any, *args: Any) -> Any:
+    """Start one agent process; ``stack`` ends it (killing it if it hangs) however the run ends."""
     process = ctx.Process(target=agent, args=args)
     process.start()
-    process.join(30)
-    if process.is_alive():  # pragma: no cover - a hung child is a bug; do not leave it behind
-        process.kill()
-        process.join()
-    return process.exitcode
+    stack.callback(reap, process)
+    return process
+
+
+def _first_attempt_over(process: Any, between: Any, wait: float = 30) -> bool:
+    """Wait for the first attempt; True if its process lived and now waits to retry (memory ledger only)."""
+    if between is None:
+        reap(process, wait)
+        return False
+    deadline = time.monotonic() + wait
+    while process.is_alive() and not between[0].wait(0.02) and time.monotonic() < deadline:
+        pass
+    if between[0].is_set():
+        return True
+    reap(process, 0)
+    return False
 
 
 def _state(work: Path, mode: str) -> dict[str, Any]:
@@ -193,7 +137,7 @@ def _state(work: Path, mode: str) -> dict[str, Any]:
     if books.exists():
         conn = connect(books)
         try:
-            out["invoices"] = [f"{i['invoice_id']} {i['order_id']}" for i in billing_service.list_invoices(conn)]
+            out["invoices"] = [f"{i['invoice_id']} {i['order_id']}" for i in list_invoices(conn)]
         finally:
             conn.close()
     ledger_file = work / ("billing.db" if mode == "atomic" else "agent-ledger.db")
@@ -204,55 +148,7 @@ def _state(work: Path, mode: str) -> dict[str, Any]:
     return out
 
 
-def run_scenario(mode: str = "naive", crash_at: str = "after_effect_before_ledger", *,
-                 context: str | None = None) -> dict[str, Any]:
-    """Play one attempt that crashes at ``crash_at``, then one retry; report what the world holds.
-
-    Returns plain data: ``trace`` (the t-lines), ``invoice_count``,
-    ``invoices`` and ``ledger`` at the end, ``after_crash`` (the same two just
-    after the first attempt died), and ``crashed`` (the first child was
-    killed). Everything happens in a temporary directory that is removed.
-    """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}")
-    if crash_at not in CRASH_POINTS:
-        raise ValueError(f"crash_at must be one of {tuple(CRASH_POINTS)}")
-    ctx = _context(context)
-    billing_service.CREATE_INVOICE.validator  # compile the schema once, before forking children
-    with tempfile.TemporaryDirectory(prefix="invoice-trace-") as tmp:
-        work = Path(tmp)
-        log = EventLog(str(work / "events.jsonl"))
-        if mode == "atomic":
-            billing_service.open_books(work / "billing.db").close()
-            service = None
-        else:
-            service = billing_service.start(work / "billing.db", honour_keys=(mode == "keyed"), notify=log, context=ctx)
-        try:
-            port = service.port if service else None
-            point = None if crash_at == "none" else crash_at
-            first = _run_child(ctx, mode, point, str(work), port, 1)
-            crashed = first == KILLED
-            if first not in (0, KILLED):
-                raise RuntimeError(f"the first attempt failed on its own (exit code {first})")
-            after_crash = _state(work, mode)
-            if crashed:
-                text = CRASH_POINTS[crash_at] or "process crashes"
-                if mode == "atomic" and crash_at == "after_effect_before_ledger" and not after_crash["invoices"]:
-                    text += "; the open transaction rolls back, invoice included"
-                log(text)
-            second = _run_child(ctx, mode, None, str(work), port, 2)
-            if second != 0:
-                raise RuntimeError(f"the retry did not finish (exit code {second})")
-            final = _state(work, mode)
-            events = log.read()
-        finally:
-            if service:
-                service.stop()
-    return {"mode": mode, "crash_at": crash_at, "crashed": crashed,
-            "trace": [f"t{i}  {text}" for i, text in enumerate(events)],
-            "invoice_count": len(final["invoices"]), "invoices": final["invoices"], "ledger": final["ledger"],
-            "after_crash": after_crash}
-
+# --------------------------------------------------------------------------- the matrix
 
 def crash_matrix(modes: tuple[str, ...] = MODES, points: tuple[str, ...] = tuple(CRASH_POINTS), *,
                  context: str | None = None) -> list[dict[str, Any]]:
@@ -273,78 +169,42 @@ def matrix_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-# --------------------------------------------------------------------------- many processes, same keys
+# --------------------------------------------------------------------------- guards -> run
 
-def _racer(path: str, effects: str, mode: str, keys: list[str], seed: int, go: Any) -> None:
-    """One process calling every key, in its own shuffled order, until each gets a final answer."""
-    import time
+@dataclass(frozen=True)
+class GuardedRun:
+    """The run a choice of guards plays: the agent, the crash point, where its ledger lives, and notes."""
 
-    go.wait(30)  # start together with the others
-    order = list(keys)
-    random.Random(seed).shuffle(order)
-    effect_log = EventLog(effects)
+    mode: str
+    crash_at: str
+    durable: bool = True
+    notes: tuple[str, ...] = ()
 
-    def atomic_effect(conn: sqlite3.Connection, args: dict) -> dict:
-        conn.execute("INSERT INTO effects (key, worker) VALUES (?, ?)", (args["key"], seed))
-        return {"done_by": seed}
-
-    def external_effect(args: dict) -> dict:
-        effect_log(args["key"])
-        time.sleep(0.001)  # widen the window in which another process can find the key pending
-        return {"done_by": seed}
-
-    with SqliteLedger(path) as ledger:
-        for key in order:
-            for _ in range(2000):
-                if mode == "atomic":
-                    answer = ledger.call_atomic(key, atomic_effect, {"key": key}, tool="touch")
-                else:
-                    answer = ledger.call(key, external_effect, {"key": key}, tool="touch")
-                if answer.status is not LedgerStatus.IN_PROGRESS and answer.status is not LedgerStatus.FAILED:
-                    break
-                EventLog(effects + ".waits")(answer.status.value)
-                time.sleep(0.001)
-            EventLog(effects + ".answers")(answer.status.value)
+    @property
+    def agent(self) -> str:
+        """What this run's agent does, in the scenario's words."""
+        return AGENT_TEXT[(self.mode, self.durable)]
 
 
-def race(processes: int = 4, keys: int = 20, mode: str = "atomic", *, context: str | None = None) -> dict[str, Any]:
-    """``processes`` processes call the same ``keys`` keys at once against one SQLite file.
+def guarded_run(durable: bool, atomic: bool, honours: bool, crash_at: str) -> GuardedRun:
+    """Which run plays a durable key, an atomic ledger and a billing service that honours keys (each on or off).
 
-    ``mode`` is ``atomic`` (the effect is a row in the same database) or
-    ``external`` (the effect is a line in another file, bracketed by
-    pending/done). Returns how many effects each key got (the promise: one),
-    how the final answers were spread over ran / replayed, and how often a
-    process was told to wait (``in_progress``) before asking again.
+    An atomic ledger plays the atomic agent: its ledger lives in billing's
+    database, so it is on disk whatever ``durable`` says, and billing's key
+    check plays no part. Otherwise billing honouring keys plays the keyed
+    agent, else the naive one, with its ledger on disk or (``durable`` off) in
+    its memory.
     """
-    if mode not in ("atomic", "external"):
-        raise ValueError("mode must be 'atomic' or 'external'")
-    ctx = _context(context)
-    names = [f"k{i}" for i in range(keys)]
-    with tempfile.TemporaryDirectory(prefix="ledger-race-") as tmp:
-        path, effects = str(Path(tmp) / "ledger.db"), str(Path(tmp) / "effects.log")
-        with SqliteLedger(path) as ledger, transaction(ledger.conn):
-            ledger.conn.execute("CREATE TABLE IF NOT EXISTS effects (key TEXT NOT NULL, worker INTEGER)")
-        go = ctx.Event()
-        workers = [ctx.Process(target=_racer, args=(path, effects, mode, names, seed, go))
-                   for seed in range(processes)]
-        for worker in workers:
-            worker.start()
-        go.set()
-        for worker in workers:
-            worker.join(60)
-        if mode == "atomic":
-            with SqliteLedger(path) as ledger:
-                done = [k for (k,) in ledger.conn.execute("SELECT key FROM effects")]
-        else:
-            done = EventLog(effects).read()
-        answers = EventLog(effects + ".answers").read()
-        waits = EventLog(effects + ".waits").read()
-        exit_codes = [w.exitcode for w in workers]
-    per_key = {k: done.count(k) for k in names}
-    return {"processes": processes, "keys": keys, "mode": mode, "calls": len(answers),
-            "effects": len(done), "effects_per_key": sorted(set(per_key.values())),
-            "answers": {s: answers.count(s) for s in sorted(set(answers))},
-            "waited": {s: waits.count(s) for s in sorted(set(waits))}, "exit_codes": exit_codes}
+    if crash_at not in CRASH_POINTS:
+        raise ValueError(f"crash point must be one of {tuple(CRASH_POINTS)}, not {crash_at!r}")
+    if not atomic:
+        return GuardedRun("keyed" if honours else "naive", crash_at, durable)
+    notes = []
+    if not durable:
+        notes.append("an atomic ledger lives in billing's database, so the key is on disk anyway")
+    if honours:
+        notes.append("billing's own key check plays no part: the invoice and the key commit together")
+    return GuardedRun("atomic", crash_at, True, tuple(notes))
 
 
 def crash_main() -> None:
@@ -355,8 +215,7 @@ def crash_main() -> None:
     print(matrix_table(crash_matrix()))
 
 
-__all__ = ["CRASH_POINTS", "KEY", "MODES", "ORDER", "EventLog", "agent", "crash_matrix", "matrix_table", "race",
-           "run_scenario"]
+__all__ = ["AGENT_TEXT", "GuardedRun", "crash_matrix", "guarded_run", "matrix_table", "run_scenario"]
 
 
 if __name__ == "__main__":

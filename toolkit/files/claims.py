@@ -1,0 +1,131 @@
+"""Chapter 03: an import is a claim: check every name proposed code imports against the module's real exports.
+
+A model can write a perfectly plausible import::
+
+    from publication_manifest import load_manifest
+
+``check_imports(code, root)`` parses the proposed code (never runs it), finds
+each ``import X`` / ``from X import Y``, and checks every claim against the
+module file under the workspace ``root``, read by ``toolkit.files.exports``.
+An unknown symbol becomes a ``ToolError`` whose line reads
+``import publication_manifest.load_manifest: symbol not exported``, with the
+names the module does export as ``expected`` and the nearest one as a hint.
+Standard-library modules are trusted without being read.
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from toolkit.core import ToolError
+from toolkit.files.exports import find_module, read_exports
+
+
+@dataclass(frozen=True)
+class ImportClaim:
+    """One name a piece of code says it can import: ``from module import name`` (or ``import module``)."""
+
+    module: str
+    name: str | None
+    line: int
+
+    @property
+    def pointer(self) -> str:
+        """``import publication_manifest.load_manifest`` (or ``import module`` for a plain import)."""
+        return f"import {self.module}.{self.name}" if self.name else f"import {self.module}"
+
+
+def import_claims(code: str, importer: str = "") -> tuple[list[ImportClaim], list[ToolError]]:
+    """Every import in ``code``, as claims to check; code that does not parse gives one structured error.
+
+    ``importer`` is the dotted name of the module the code will live in; it is
+    needed only to resolve relative imports (``from . import x``).
+    """
+    if not isinstance(code, str):
+        return [], [ToolError("precondition_failed", "code", "code must be text",
+                              expected="Python source", received=type(code).__name__, retryable=False)]
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return [], [ToolError("precondition_failed", f"code line {exc.lineno or 1}", f"does not parse: {exc.msg}",
+                              expected="Python source that parses", received=(exc.text or "").strip()[:80],
+                              hint="send complete statements")]
+    except ValueError:  # e.g. NUL bytes
+        return [], [ToolError("precondition_failed", "code", "does not parse: source contains NUL bytes",
+                              expected="Python source that parses", received="<text>")]
+    claims: list[ImportClaim] = []
+    errors: list[ToolError] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            claims += [ImportClaim(alias.name, None, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = _absolute(node.module or "", node.level, importer)
+            if module is None:
+                errors.append(ToolError("precondition_failed", f"code line {node.lineno}",
+                                        "relative import cannot be resolved here",
+                                        expected="an absolute import", received="." * node.level + (node.module or ""),
+                                        hint="write the import with the module's full dotted name"))
+                continue
+            for alias in node.names:
+                if alias.name == "*":
+                    errors.append(ToolError("precondition_failed", f"import {module}.*",
+                                            "star import names nothing that can be checked",
+                                            expected="explicit names", received="*",
+                                            hint=f"import the names you use from {module} explicitly"))
+                else:
+                    claims.append(ImportClaim(module, alias.name, node.lineno))
+    claims.sort(key=lambda c: c.line)
+    return claims, errors
+
+
+def _absolute(module: str, level: int, importer: str) -> str | None:
+    if level == 0:
+        return module
+    package = importer.split(".")[:-1] if importer else []
+    if level - 1 > len(package) or not importer:
+        return None
+    base = package[: len(package) - (level - 1)]
+    return ".".join(base + ([module] if module else [])) or None
+
+
+def check_claim(claim: ImportClaim, root: Path | str) -> ToolError | None:
+    """None if the claim holds; else the error that names it.
+
+    Standard-library modules are trusted and not read; any other module must
+    be a file in the workspace, or the runtime cannot vouch for it.
+    """
+    top = claim.module.split(".")[0]
+    if top in sys.stdlib_module_names and find_module(root, top) is None:
+        return None
+    exports = read_exports(root, claim.module)
+    if isinstance(exports, ToolError):
+        return exports
+    if claim.name is None or claim.name in exports.names:
+        return None
+    if find_module(root, f"{claim.module}.{claim.name}") is not None:  # a submodule of a package
+        return None
+    near = difflib.get_close_matches(claim.name, exports.names, n=1, cutoff=0.0)
+    hint = f"did you mean {near[0]}? {exports.line()}" if near else exports.line()
+    return ToolError("symbol_not_exported", claim.pointer, "symbol not exported",
+                     expected=list(exports.names), received=claim.name, hint=hint)
+
+
+def check_imports(code: str, root: Path | str, importer: str = "") -> list[ToolError]:
+    """All import errors in ``code``, in source order; empty when every imported name is exported."""
+    claims, errors = import_claims(code, importer)
+    errors += [e for e in (check_claim(c, root) for c in claims) if e is not None]
+    return errors
+
+
+def introduced_claims(before: str, after: str, importer: str = "") -> tuple[list[ImportClaim], list[ToolError]]:
+    """The import claims present in ``after`` but not in ``before`` (an edit's new imports)."""
+    old, _ = import_claims(before, importer)
+    new, errors = import_claims(after, importer)
+    seen = {(c.module, c.name) for c in old}
+    return [c for c in new if (c.module, c.name) not in seen], errors
+
+
+__all__ = ["ImportClaim", "check_claim", "check_imports", "import_claims", "introduced_claims"]

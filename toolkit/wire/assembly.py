@@ -1,0 +1,238 @@
+"""Chapters 01 and 08: streamed fragments in, complete calls (or refusals) out.
+
+A streamed call arrives in pieces. Until the completion signal, every piece
+is an unfinished fragment: ``{"path": "src/co`` says *some* file under
+``src/``, not which one. ``Assembler`` keeps three promises:
+
+1. **Nothing partial runs.** Arguments are parsed (strictly, by
+   ``toolkit.core.schema.parse_arguments``) only in ``finish``, and only when
+   the stop reason completes the round (``toolkit.wire.completion``). A
+   stream that was cut, stopped at a token limit, or broke on the way gives a
+   ``Refusal`` with a structured error, never a ``ToolCall``.
+2. **A preview is not a call.** ``preview`` hands out a ``Preview``
+   (``toolkit.wire.preview``), a different type from ``ToolCall``.
+3. **Linear time.** One buffer per call index; fragments are appended to a
+   list and joined once. Nothing re-reads the whole buffer per fragment.
+
+The assembler is vendor-neutral; ``toolkit.wire.vendor_streams`` reads each
+vendor's event stream and feeds it. ``SKETCH_FRAMES`` are the four pieces the
+chapter's sketch draws; they arrive in frames t1..t3 (t2 brings the second and
+third) and t4 is the completion event. ``frames`` replays them.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from toolkit.core import schema
+from toolkit.core import ToolCall
+from toolkit.core import ToolError
+from toolkit.wire.completion import Refusal, completion_problem, stream_incomplete
+from toolkit.wire.ids import IdMap
+from toolkit.wire.preview import KeyScanner, Preview
+from toolkit.wire.sse import stream_invalid
+
+#: The chapter's sketch, frame by frame. The drawing elides the glue between its
+#: two rows (``, "arguments": `` and the closing brace); here it is written out,
+#: so the four pieces join into one call: ``{"name": ..., "arguments": {...}}``.
+SKETCH_FRAMES = ('{ "name": "read_', 'file", "arguments": ', '{ "path": "src/co', 'nfig.ts" } }')
+
+
+class _Buffer:
+    __slots__ = ("index", "vendor_id", "call_id", "name", "parts", "size", "errors", "closed", "scanner", "seen")
+
+    def __init__(self, index: int):
+        self.index = index
+        self.vendor_id: Any = None
+        self.call_id: str | None = None
+        self.name: str | None = None
+        self.parts: list[str] = []
+        self.size = 0
+        self.errors: list[ToolError] = []
+        self.closed = False
+        self.scanner: KeyScanner | None = None
+        self.seen = 0
+
+
+class Assembler:
+    """Collects streamed fragments into calls, one buffer per call index.
+
+    ``add(index, call_id=..., name=..., arguments=...)`` takes whatever a
+    chunk carried. The id and name are set once: a server that repeats them
+    in every chunk changes nothing, one that changes them mid-stream breaks the
+    call. ``finish(stop_reason)`` is the completion signal: only then is each
+    buffer joined and parsed. With ``needs_close=True`` (Anthropic) a call is
+    complete only if its block was also closed with ``close(index)``.
+    With ``envelope=True`` (the chapter's sketch) the text of index 0 is a whole
+    ``{"name": ..., "arguments": {...}}`` object.
+
+    ``max_chars`` caps each call's argument text (default: the schema's cap);
+    a call that passes it is refused at once and its text is dropped.
+    """
+
+    def __init__(self, ids: IdMap | None = None, vendor: str = "stream", *, max_chars: int | None = None,
+                 needs_close: bool = False, envelope: bool = False):
+        self.ids = ids if ids is not None else IdMap()
+        self.vendor = vendor
+        self.max_chars = max_chars if max_chars is not None else schema.MAX_ARGUMENT_BYTES
+        self.needs_close = needs_close
+        self.envelope = envelope
+        self.buffers: dict[int, _Buffer] = {}
+        self.finished = False
+
+    # -- the rule: nothing is parsed, let alone run, before the completion signal
+    def finish(self, stop_reason: str | None) -> list[ToolCall | Refusal]:
+        """The completion signal (or its absence): every call becomes a ``ToolCall`` or a ``Refusal``.
+
+        ``stop_reason`` None means the stream ended with no completion signal.
+        A cut reason (``length``, ``max_tokens``, ...) or an unknown one refuses
+        every call in the round, finished-looking or not.
+        """
+        if self.finished:
+            return []
+        self.finished = True
+        problem = completion_problem(stop_reason)
+        return [self._final(self.buffers[i], problem) for i in sorted(self.buffers)]
+
+    def fail(self, error: ToolError) -> list[Refusal]:
+        """The stream broke: refuse every call (or, if none began, report the stream itself)."""
+        if self.finished:
+            return []
+        self.finished = True
+        refusals = [self._refuse(self.buffers[i], [error]) for i in sorted(self.buffers)]
+        return refusals or [Refusal(None, None, (error,))]
+
+    def _final(self, buf: _Buffer, problem: ToolError | None) -> ToolCall | Refusal:
+        if problem is not None or buf.errors:
+            return self._refuse(buf, ([problem] if problem else []) + buf.errors)
+        if self.needs_close and not buf.closed:
+            return self._refuse(buf, [stream_incomplete(f"call #{buf.index} never closed its block", "open block")])
+        arguments, errors = schema.parse_arguments("".join(buf.parts))
+        if errors:
+            return self._refuse(buf, errors)
+        name = buf.name
+        if self.envelope:
+            name, arguments, errors = _open_envelope(arguments)
+            if errors:
+                return self._refuse(buf, errors)
+            buf.name = name
+        if not name:
+            return self._refuse(buf, [stream_invalid(f"$[{buf.index}].name", "no tool name arrived for this call")])
+        call_id = buf.call_id or self.ids.mint()
+        return ToolCall(name, arguments, call_id)
+
+    def _refuse(self, buf: _Buffer, errors: list[ToolError]) -> Refusal:
+        call_id = buf.call_id or self.ids.mint()
+        return Refusal(call_id, buf.name, tuple(errors), buf.index, buf.size)
+
+    # -- fragments in
+    def add(self, index: int, *, call_id: Any = None, name: Any = None, arguments: Any = None) -> None:
+        """Take one chunk's worth of a call. Never raises on bad data: problems are kept for ``finish``."""
+        if self.finished:
+            raise RuntimeError("the round is finished; start a new Assembler")
+        buf = self.buffers.get(index)
+        if buf is None:
+            buf = self.buffers[index] = _Buffer(index)
+        if buf.closed:
+            buf.errors.append(stream_invalid(f"$[{index}]", "data arrived after the call's block was closed"))
+        if (call_id is not None and call_id != buf.vendor_id) or (name is not None and name != buf.name):
+            self._identify(buf, call_id, name)    # new (or changed) id or name; plain repeats skip this
+        if arguments is None:
+            return
+        if type(arguments) is str and buf.size <= self.max_chars:   # the common case, kept short
+            buf.parts.append(arguments)
+            buf.size += len(arguments)
+            if buf.size > self.max_chars:
+                self._overflow(buf)
+        elif not isinstance(arguments, str):
+            buf.errors.append(stream_invalid(f"$[{index}].arguments", "argument fragment is not text",
+                                             type(arguments).__name__))
+
+    def _identify(self, buf: _Buffer, call_id: Any, name: Any) -> None:
+        """Set the id and name once; repeats are ignored, changes break the call."""
+        where = f"$[{buf.index}]"
+        if call_id is not None and call_id != "" and call_id != buf.vendor_id:
+            if buf.vendor_id is not None:
+                buf.errors.append(stream_invalid(f"{where}.id", "call id changed mid-stream", [buf.vendor_id, call_id]))
+            elif isinstance(call_id, (str, int)) and not isinstance(call_id, bool):
+                buf.vendor_id, buf.call_id = call_id, self.ids.internal(self.vendor, call_id)
+            else:
+                buf.vendor_id = call_id
+                buf.errors.append(stream_invalid(f"{where}.id", "call id is not a string", type(call_id).__name__))
+        if name is not None and name != "" and name != buf.name:
+            if not isinstance(name, str):
+                buf.errors.append(stream_invalid(f"{where}.name", "tool name is not a string", type(name).__name__))
+            elif buf.name is None:
+                buf.name = name
+            else:
+                buf.errors.append(stream_invalid(f"{where}.name", "tool name changed mid-stream", [buf.name, name]))
+
+    def _overflow(self, buf: _Buffer) -> None:
+        buf.parts = []  # drop the text: an endless stream must not fill memory
+        buf.errors.append(ToolError(
+            "too_large", f"$[{buf.index}].arguments", f"arguments passed the {self.max_chars} character cap",
+            expected=f"at most {self.max_chars} characters", received=f"more than {self.max_chars}",
+            hint="send a reference (a path or id) instead of the content"))
+
+    def close(self, index: int) -> None:
+        """The block for ``index`` is complete (Anthropic's ``content_block_stop``)."""
+        buf = self.buffers.get(index)
+        if buf is not None:
+            buf.closed = True
+
+    # -- progress out (never a call)
+    def preview(self, index: int) -> Preview | None:
+        """Progress for one call: the raw text so far and the keys seen so far.
+
+        Keys are found incrementally (only characters not yet scanned are read);
+        the text is one join, so ask for a preview when the display redraws,
+        not for every fragment of a huge argument.
+        """
+        buf = self.buffers.get(index)
+        if buf is None:
+            return None
+        if buf.scanner is None:
+            buf.scanner = KeyScanner()
+        for part in buf.parts[buf.seen:]:
+            buf.scanner.feed(part)
+        buf.seen = len(buf.parts)
+        return Preview(index, buf.call_id, buf.name, "".join(buf.parts), tuple(buf.scanner.keys), len(buf.parts))
+
+    def previews(self) -> list[Preview]:
+        """A preview of every call still arriving, in index order."""
+        return [p for i in sorted(self.buffers) if (p := self.preview(i)) is not None]
+
+
+def _open_envelope(envelope: Any) -> tuple[str | None, Any, list[ToolError]]:
+    """Split ``{"name": ..., "arguments": {...}}`` into a name and arguments, strictly."""
+    extra = sorted(set(envelope) - {"name", "arguments"})
+    if extra:
+        return None, None, [ToolError("unexpected_property", f"$.{extra[0]}", "unexpected property",
+                                      expected="name and arguments", received=extra[0])]
+    name = envelope.get("name")
+    if not isinstance(name, str) or not name:
+        return None, None, [ToolError("missing_required", "$.name", "a call needs a tool name",
+                                      expected="a non-empty string", received=schema.json_type(name))]
+    arguments, errors = schema.parse_arguments(envelope.get("arguments", {}))
+    return name, arguments, errors
+
+
+def frames(texts: Iterable[str], complete: bool = True, ids: IdMap | None = None) -> list[dict[str, Any]]:
+    """Replay a whole-call stream frame by frame, as plain rows for a notebook to print.
+
+    Each row says what a host holds after that frame: the preview, and whether
+    anything may run (``call`` is set only on the final row, and only when the
+    completion signal arrived).
+    """
+    assembler = Assembler(ids, "course", envelope=True)
+    rows = []
+    for t, text in enumerate(texts, 1):
+        assembler.add(0, arguments=text)
+        preview = assembler.preview(0)
+        rows.append({"frame": f"t{t}", "received": text, "keys": list(preview.keys) if preview else [],
+                     "runnable": False, "call": None})
+    outcome = assembler.finish("complete" if complete else None)
+    final = outcome[0] if outcome else None
+    rows.append({"frame": "completion event" if complete else "(stream ends)", "received": "",
+                 "keys": rows[-1]["keys"] if rows else [], "runnable": isinstance(final, ToolCall),
+                 "call": final.summary() if isinstance(final, ToolCall) else final.line() if final else None})
+    return rows

@@ -1,0 +1,149 @@
+"""Chapters 01 and 08: pairing: every call gets exactly one result, found by its id, never by its position.
+
+Results may come back in any order (a later call can finish first), so the
+only safe way to match a result to its call is the call id. The rule is
+``pairing_problems``: a call with no result (``missing_result``), a second
+result for one call (``duplicate_result``), a result whose id names no call
+(``orphan_result``). Problems are reported, never resolved by guessing.
+
+* ``pair_results`` applies it to results gathered in the host;
+* ``check_conversation`` applies it to a vendor conversation, round by round
+  (both big vendors reject a conversation with an unanswered call);
+* ``naive_pairing`` is the broken reconciler the chapter warns about, kept so
+  its failure can be shown.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping, Sequence
+
+from toolkit.core import ToolCall
+from toolkit.core import ToolError
+from toolkit.core import ToolResult
+from toolkit.wire.ids import VENDORS
+
+
+def pairing_problems(asked: Sequence[Any], answered: Iterable[Any], where: str = "$.call_id") -> list[ToolError]:
+    """Every call id in ``asked`` answered exactly once, every id in ``answered`` naming a call."""
+    asked, seen, errors = list(asked), [], []     # lists, not sets: an id as received may be unhashable
+    for call_id in answered:
+        if call_id not in asked:
+            errors.append(ToolError("orphan_result", where, f"result for {call_id!r} answers no call",
+                                    expected=asked, received=call_id))
+        elif call_id in seen:
+            errors.append(ToolError("duplicate_result", where, f"call {call_id!r} got a second result",
+                                    expected="exactly one result", received=call_id))
+        else:
+            seen.append(call_id)
+    return errors + [ToolError("missing_result", where, f"call {call_id!r} has no result",
+                               expected="exactly one result", received="none",
+                               hint="send a result for every call, rejected and cancelled ones too")
+                     for call_id in asked if call_id not in seen]
+
+
+def pair_results(calls: Sequence[ToolCall], results: Iterable[ToolResult]) -> tuple[dict[str, ToolResult],
+                                                                                    list[ToolError]]:
+    """Pair results with calls by id, whatever order they arrived in: (the pairs, ``pairing_problems``)."""
+    results = list(results)
+    wanted = [c.call_id for c in calls]
+    paired: dict[str, ToolResult] = {}
+    for result in results:
+        if result.call_id in wanted and result.call_id not in paired:
+            paired[result.call_id] = result
+    return paired, pairing_problems(wanted, [r.call_id for r in results])
+
+
+def naive_pairing(calls: Sequence[ToolCall], results_as_they_arrived: Sequence[ToolResult]) -> dict[str, ToolResult]:
+    """The broken reconciler: pairs the i-th call with the i-th result to arrive.
+
+    Correct only if results arrive in request order. When a later call
+    finishes first, its result is filed under an earlier call's id and nobody
+    notices: it looks like success. Kept to show the failure; never use it.
+    """
+    return {call.call_id: result for call, result in zip(calls, results_as_they_arrived)}
+
+
+# ------------------------------------------------------- conversation check
+def check_conversation(messages: list[Any], vendor: str) -> list[ToolError]:
+    """Every call answered exactly once, and every result answering a call.
+
+    ``messages`` is an OpenAI or Anthropic message list, or for MCP a list of
+    JSON-RPC messages. Returns ``missing_result``, ``duplicate_result`` and
+    ``orphan_result`` errors, pointing at the round's first message; an empty
+    list means the conversation is whole.
+    """
+    if not isinstance(messages, (list, tuple)):
+        return [ToolError("invalid_call", "$", "a conversation is a list of messages", expected="list",
+                          received=type(messages).__name__)]
+    if vendor == "openai":
+        rounds = _openai_rounds(list(messages))
+    elif vendor == "anthropic":
+        rounds = _anthropic_rounds(list(messages))
+    elif vendor == "mcp":
+        rounds = _mcp_rounds(list(messages))
+    else:
+        raise ValueError(f"unknown vendor {vendor!r}; choose one of {VENDORS}")
+    errors: list[ToolError] = []
+    for where, asked, answered in rounds:
+        errors += pairing_problems([_comparable(x) for x in asked], [_comparable(x) for x in answered], where)
+    return errors
+
+
+def _comparable(call_id: Any) -> Any:
+    """Ids as received may be anything; compare odd ones by their text."""
+    return call_id if isinstance(call_id, (str, int, float, type(None))) else repr(call_id)
+
+
+def _get(item: Any, key: str, default: Any = None) -> Any:
+    return item.get(key, default) if isinstance(item, Mapping) else default
+
+
+def _openai_rounds(messages: list) -> list[tuple[str, list, list]]:
+    rounds: list[tuple[str, list, list]] = []
+    current: tuple[str, list, list] | None = None
+    for i, message in enumerate(messages):
+        role = _get(message, "role")
+        asked = _get(message, "tool_calls")
+        if role == "assistant" and isinstance(asked, list) and asked:
+            current = (f"$[{i}]", [_get(c, "id") for c in asked], [])
+            rounds.append(current)
+        elif role == "tool":
+            if current is None:  # a result with no assistant call just before it
+                current = (f"$[{i}]", [], [])
+                rounds.append(current)
+            current[2].append(_get(message, "tool_call_id"))
+        else:
+            current = None
+    return rounds
+
+
+def _anthropic_rounds(messages: list) -> list[tuple[str, list, list]]:
+    rounds = []
+    for i, message in enumerate(messages):
+        blocks = _get(message, "content")
+        if not isinstance(blocks, list):
+            continue
+        if _get(message, "role") == "assistant":
+            asked = [_get(b, "id") for b in blocks if _get(b, "type") == "tool_use"]
+            if asked:
+                following = messages[i + 1] if i + 1 < len(messages) else {}
+                reply = _get(following, "content") if _get(following, "role") == "user" else []
+                answered = [_get(b, "tool_use_id") for b in (reply if isinstance(reply, list) else [])
+                            if _get(b, "type") == "tool_result"]
+                rounds.append((f"$[{i}]", asked, answered))
+        elif _get(message, "role") == "user":
+            previous = messages[i - 1] if i > 0 else {}
+            prev_blocks = _get(previous, "content")
+            asked_before = _get(previous, "role") == "assistant" and isinstance(prev_blocks, list) and any(
+                _get(b, "type") == "tool_use" for b in prev_blocks)
+            stray = [_get(b, "tool_use_id") for b in blocks if _get(b, "type") == "tool_result"]
+            if stray and not asked_before:
+                rounds.append((f"$[{i}]", [], stray))
+    return rounds
+
+
+def _mcp_rounds(messages: list) -> list[tuple[str, list, list]]:
+    asked = [json.dumps(_get(m, "id")) for m in messages if _get(m, "method") == "tools/call" and "id" in m]
+    answered = [json.dumps(_get(m, "id")) for m in messages
+                if isinstance(m, Mapping) and "method" not in m and ("result" in m or "error" in m)]
+    return [("$", asked, answered)]

@@ -1,0 +1,187 @@
+"""Chapter 08: a recorded stream replayed chunk by chunk: what the host holds, and whether it may run anything.
+
+``replay`` cuts a recorded server-sent-event body into its events (one chunk
+per event, as a server sends them) and feeds the real reader
+(``OpenAIStream`` / ``AnthropicStream``) one chunk at a time. ``Moment`` is
+what the host holds after each chunk: the ``Preview`` of every call still
+arriving, and the calls or refusals made final so far. Before the completion
+event nothing is executable; only after it are there ``ToolCall`` objects
+(or, for a cut stream, refusals). ``describe_chunk`` says in one line what a
+chunk carried. Both read the body with the same ``SSEDecoder`` the readers use.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from toolkit.core import ToolCall, shorten
+from toolkit.wire.completion import Refusal
+from toolkit.wire.preview import Preview
+from toolkit.wire.recorded import fixture
+from toolkit.wire.sse import SSEDecoder, SSEEvent, StreamBroken
+from toolkit.wire.vendor_streams import AnthropicStream, OpenAIStream
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+
+@dataclass(frozen=True)
+class Moment:
+    """What the host holds after ``position`` chunks: previews, and any calls or refusals made final."""
+
+    position: int
+    chunk: str                                   # the description of the latest chunk ('' at position 0)
+    previews: tuple[Preview, ...]
+    final: tuple[ToolCall | Refusal, ...]        # everything made final up to here
+    done: bool
+    stop_reason: str | None
+    text: str                                    # assistant text streamed alongside
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        """The complete calls: the only things that may go on to validation and execution."""
+        return [item for item in self.final if isinstance(item, ToolCall)]
+
+    @property
+    def refusals(self) -> list[Refusal]:
+        return [item for item in self.final if isinstance(item, Refusal)]
+
+    @property
+    def executable(self) -> bool:
+        return bool(self.calls)
+
+
+def replay(name: str, body: str | None = None) -> tuple[str, list[str], list[Moment]]:
+    """Feed a recorded stream to the real reader one chunk at a time; return (vendor, chunks, moments).
+
+    ``moments[p]`` is what the host holds after ``p`` chunks (``moments[0]``:
+    nothing received yet). At the last position the body is over, so a reader
+    still waiting for its completion signal is told so (``end()``) and refuses.
+    """
+    vendor = "anthropic" if name.startswith("anthropic") else "openai"
+    text = fixture(name) if body is None else body
+    chunks = split_events(text)
+    reader = AnthropicStream() if vendor == "anthropic" else OpenAIStream()
+    seen: dict[int, tuple[Any, Any]] = {}
+    final: list[ToolCall | Refusal] = []
+    moments = [Moment(0, "", (), (), False, None, "")]
+    for position, chunk in enumerate(chunks, 1):
+        final += reader.feed(chunk)
+        if position == len(chunks):
+            final += reader.end()        # the body is over: no completion signal now means none at all
+        moments.append(Moment(position, describe_chunk(vendor, chunk, seen), tuple(reader.previews()),
+                              tuple(final), reader.done, reader.stop_reason, reader.text))
+    return vendor, chunks, moments
+
+
+def split_events(body: str) -> list[str]:
+    """Cut an SSE body after each event the decoder dispatches, keeping every character.
+
+    Blank lines after an event belong to it; a tail that never ends its event
+    (a cut body) stays a chunk of its own, and so does the rest of a body the
+    decoder cannot read.
+    """
+    decoder = SSEDecoder()
+    pieces: list[str] = []
+    current = ""
+    for found in _LINE.finditer(body):
+        line = found.group()
+        if pieces and not current.strip() and not line.strip("\r\n"):
+            pieces[-1] += current + line        # a stray blank line joins the event before it
+            current = ""
+            continue
+        current += line
+        try:
+            dispatched = decoder.feed(line)
+        except StreamBroken:
+            return pieces + [current + body[found.end():]]
+        if dispatched:
+            pieces.append(current)
+            current = ""
+    if current:
+        if pieces and not current.strip():
+            pieces[-1] += current
+        else:
+            pieces.append(current)
+    return pieces
+
+
+def _quoted(text: Any, limit: int = 40) -> str:
+    shown = repr(text)
+    return shorten(shown, limit, "..." + shown[0])   # keep the quote it opened
+
+
+def describe_chunk(vendor: str, chunk: str, seen: dict[int, tuple[Any, Any]]) -> str:
+    """One line saying what a chunk carried, e.g. ``call #0 arguments += '{"pa'``.
+
+    ``seen`` maps call index -> (id, name) already received; it is updated, so a
+    server that repeats the id and name in every chunk is described as repeating.
+    Never raises: an unreadable chunk, or one that stops before its event ends
+    (the tail of a cut body), is described as such.
+    """
+    decoder = SSEDecoder()
+    try:
+        events = decoder.feed(chunk)
+        if decoder.pending():
+            return f"event cut short {_quoted(chunk.strip(), 30)}"
+        return "; ".join(_describe_event(vendor, event, seen) for event in events) or "(nothing about calls)"
+    except (StreamBroken, ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError):
+        return f"unreadable chunk {_quoted(chunk.strip(), 30)}"
+
+
+def _describe_event(vendor: str, event: SSEEvent, seen: dict[int, tuple[Any, Any]]) -> str:
+    if event.data.strip() == "[DONE]":
+        return "[DONE]"
+    payload = json.loads(event.data) if event.data else {}
+    if vendor == "openai":
+        return _describe_openai(payload, seen)
+    return _describe_anthropic(event.event, payload, seen)
+
+
+def _describe_openai(payload: dict, seen: dict[int, tuple[Any, Any]]) -> str:
+    parts: list[str] = []
+    for choice in payload.get("choices", []):
+        delta = choice.get("delta") or {}
+        if delta.get("content"):
+            parts.append(f"text += {_quoted(delta['content'])}")
+        for piece in delta.get("tool_calls") or []:
+            index = piece.get("index")
+            function = piece.get("function") or {}
+            ident = (piece.get("id"), function.get("name"))
+            if ident != (None, None):
+                if seen.get(index) == ident:
+                    parts.append(f"call #{index} repeats its id and name")
+                else:
+                    seen[index] = ident
+                    parts.append(f"call #{index} starts: {ident[1]} (id {ident[0]})")
+            if function.get("arguments"):
+                parts.append(f"call #{index} arguments += {_quoted(function['arguments'])}")
+        if choice.get("finish_reason") is not None:
+            parts.append(f"finish_reason {choice['finish_reason']!r}")
+    if "error" in payload:
+        parts.append("error event")
+    return "; ".join(parts) or "(nothing about calls)"
+
+
+def _describe_anthropic(event: str, payload: dict, seen: dict[int, tuple[Any, Any]]) -> str:
+    kind = payload.get("type", event)
+    index = payload.get("index")
+    if kind == "content_block_start":
+        block = payload.get("content_block") or {}
+        if block.get("type") == "tool_use":
+            seen[index] = (block.get("id"), block.get("name"))
+            return f"block #{index} starts: tool_use {block.get('name')} (id {block.get('id')})"
+        return f"block #{index} starts: {block.get('type')}"
+    if kind == "content_block_delta":
+        delta = payload.get("delta") or {}
+        if delta.get("type") == "input_json_delta":
+            return f"block #{index} arguments += {_quoted(delta.get('partial_json'))}"
+        if delta.get("type") == "text_delta":
+            return f"block #{index} text += {_quoted(delta.get('text'))}"
+        return f"block #{index} {delta.get('type')}"
+    if kind == "content_block_stop":
+        return f"block #{index} closed"
+    if kind == "message_delta":
+        return f"stop_reason {(payload.get('delta') or {}).get('stop_reason')!r}"
+    return str(kind)
