@@ -3,7 +3,9 @@
     python benchmarks/run_all.py
 
 Benchmarks are not tests: they print what they measure and always exit 0 when they ran;
-a missed aim is reported, not failed. Each runs in its own interpreter.
+a missed aim is reported, not failed. Each runs in its own interpreter. The list is every
+``bench_*.py`` here (import, legality, ledger, ledger_storm, streaming, hostile_streams, scheduler,
+read_file, backoff, browser, ...): a new benchmark joins by its file name.
 """
 from __future__ import annotations
 

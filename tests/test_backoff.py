@@ -313,3 +313,17 @@ def test_formulas_render_latex():
     assert formulas.latex(formulas.total_wait_expr()) == r"\frac{d_{0} \left(\beta^{n} - 1\right)}{\beta - 1}"
     assert formulas.latex(formulas.score_expr()) == r"\mathbb{E}[Q] - \lambda_{c} C - \lambda_{r} R"
     assert formulas.indicator_latex().startswith(r"\mathbf{1}\{\texttt{schema\_ok} \land")
+
+
+def test_a_retry_of_json_text_arguments_is_judged_on_the_parsed_value():
+    """The model may send the retry as text and the original as a dict (or the reverse): the same call."""
+    timeout = failed(Status.TIMEOUT, FailureClass.TIMEOUT)
+    as_text = tk.request("create_invoice", json.dumps(ARGS), call_id="c1")
+    respaced = tk.request("create_invoice", json.dumps({**ARGS, "amount": 100.0}, indent=2), call_id="c1")
+    assert retry_verdict(CREATE_INVOICE, timeout, invoice_call(), retry=as_text)[0] is Action.RETRY
+    assert retry_verdict(CREATE_INVOICE, timeout, as_text, retry=respaced)[0] is Action.RETRY
+    changed = tk.request("create_invoice", json.dumps({**ARGS, "amount": 90}), call_id="c1")
+    action, why = retry_verdict(CREATE_INVOICE, timeout, as_text, retry=changed)
+    assert action is Action.REFUSE and "new proposal" in why
+    other_key = tk.request("create_invoice", json.dumps({**ARGS, "idempotency_key": "v2"}), call_id="c1")
+    assert retry_verdict(CREATE_INVOICE, timeout, as_text, retry=other_key)[0] is Action.REFUSE

@@ -181,7 +181,7 @@ def test_billing_over_http_in_its_own_process(tmp_path):
         response = connection.getresponse()
         assert response.status == 404 and json.loads(response.read())["errors"][0]["code"] == "not_found"
         connection.close()
-    assert service.process.exitcode is not None, "stop() must end the service process"
+    assert service.exitcode is not None, "stop() must end the service process"
     with pytest.raises(ToolFailure) as down:
         BillingClient(service.port, timeout=1).create_invoice(GOOD)
     assert down.value.status is Status.RECOVERABLE_FAILURE, "nothing was sent, so a retry is safe"
@@ -205,3 +205,114 @@ def test_command_line_service_binds_loopback(tmp_path):
         process.terminate()
         process.wait(5)
         process.stdout.close()
+
+
+# --------------------------------------------------------------------------- under load and under attack
+
+def idle_sockets(port, n):
+    """``n`` clients that connect and say nothing (each holds a connection slot until it is closed)."""
+    return [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(n)]
+
+
+def test_idle_sockets_do_not_hold_up_a_request(tmp_path):
+    """Three silent clients used to queue a request behind 3 x 5 s; a client giving up at 2 s saw a timeout and
+    the invoice was created after it had given up."""
+    with start(tmp_path / "b.db", honour_keys=True) as service:
+        silent = idle_sockets(service.port, 3)
+        try:
+            invoice = BillingClient(service.port, timeout=2).create_invoice(GOOD)   # well under one idle timeout
+        finally:
+            for s in silent:
+                s.close()
+        assert invoice["invoice_id"] == "INV-9"
+        assert [i["invoice_id"] for i in BillingClient(service.port).invoices()] == ["INV-9"]
+
+
+def test_connections_beyond_the_cap_are_refused_at_once_and_nothing_is_created(tmp_path):
+    from toolkit.worlds import MAX_CONNECTIONS
+
+    with start(tmp_path / "b.db") as service:
+        silent = idle_sockets(service.port, MAX_CONNECTIONS)
+        try:
+            with pytest.raises(ToolFailure) as refused:
+                BillingClient(service.port, timeout=2).create_invoice(GOOD)
+        finally:
+            for s in silent:
+                s.close()
+        assert refused.value.status is Status.RECOVERABLE_FAILURE and refused.value.reason == "busy"
+        client = BillingClient(service.port)
+        assert client.invoices() == []                                  # the refused request made nothing
+        assert client.create_invoice(GOOD)["invoice_id"] == "INV-9"      # and the slots came back
+
+
+def test_concurrent_requests_keep_the_books_in_order(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with start(tmp_path / "b.db", honour_keys=True) as service:
+        client = BillingClient(service.port)
+        orders = [{**GOOD, "order_id": f"order-{n}", "idempotency_key": f"k{n}"} for n in range(40)]
+        with ThreadPoolExecutor(8) as pool:
+            made = list(pool.map(client.create_invoice, orders))
+            same_key = list(pool.map(client.create_invoice, [GOOD] * 16))
+        numbers = sorted(int(i["invoice_id"].split("-")[1]) for i in made)
+        assert numbers == list(range(9, 49))                            # every number once, none skipped
+        assert len({i["invoice_id"] for i in same_key}) == 1            # one key, one invoice, 16 answers
+        assert len(client.invoices()) == 41
+
+
+@pytest.mark.parametrize("amount, code", [(10**9 + 1, "range"), (10**300, "range"), (1e300, "range"),
+                                          (10**400, None), (-(10**400), None), ("9" * 400, None)],
+                         ids=["1e9+1", "10**300", "1e300", "10**400", "-10**400", "400 nines"])
+def test_an_amount_too_large_to_book_is_a_structured_refusal(tmp_path, amount, code):
+    """Past ``MAX_AMOUNT`` the service refuses (``range``); past a double, the schema layer already does."""
+    service = BillingService(tmp_path / "b.db")
+    raw = json.dumps({**GOOD, "amount": 0}).replace('"amount": 0', f'"amount": {amount}')
+    for request in ({**GOOD, "amount": amount}, raw):
+        status, body = service.create_invoice(request)
+        assert status == 400 and body["errors"] and len(json.dumps(body)) < 2000
+        assert code is None or body["errors"][0]["code"] == code
+    assert service.invoices() == []
+    service.close()
+
+
+def test_the_client_tells_a_refusal_from_no_answer(tmp_path):
+    with start(tmp_path / "b.db") as service:
+        client = BillingClient(service.port, timeout=2)
+        with pytest.raises(ToolFailure) as huge:                        # the service answers 400: nothing happened
+            client.create_invoice({**GOOD, "amount": 10**400})
+        assert huge.value.status is Status.REJECTED and "nothing was sent" not in huge.value.message
+        with pytest.raises(ToolFailure) as unsendable:                  # cannot even be encoded: nothing was sent
+            client.create_invoice({**GOOD, "amount": 10**5000})
+        assert unsendable.value.status is Status.REJECTED and "nothing was sent" in unsendable.value.message
+        assert client.invoices() == []
+    deaf = socket.socket()                                             # listens, never answers
+    deaf.bind(("127.0.0.1", 0))
+    deaf.listen(1)
+    try:
+        with pytest.raises(ToolFailure) as silent:
+            BillingClient(deaf.getsockname()[1], timeout=0.3).create_invoice(GOOD)
+    finally:
+        deaf.close()
+    assert silent.value.status is Status.TIMEOUT and "unknown" in silent.value.message
+
+
+def test_an_unexpected_error_inside_the_service_is_a_500_that_created_nothing(tmp_path, monkeypatch):
+    import toolkit.worlds.billing_service as billing
+
+    service = BillingService(tmp_path / "b.db")
+
+    def broken(*args, **kwargs):
+        raise OverflowError("int too large to convert to float")
+    monkeypatch.setattr(billing, "issue_invoice", broken)
+    status, body = service.create_invoice(GOOD)
+    assert status == 500 and body["errors"][0]["code"] == "service_error" and "OverflowError" not in json.dumps(body)
+    assert service.invoices() == []
+    service.close()
+
+
+def test_a_service_that_ignores_sigterm_is_killed(tmp_path):
+    service = start(tmp_path / "b.db")
+    service.process.terminate = lambda: None                          # as if the child ignored SIGTERM
+    service.stop(wait=0.2)
+    assert service.exitcode is not None and service.exitcode < 0       # ended by a signal: SIGKILL
+    assert multiprocessing.active_children() == []

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 
 import toolkit as tk
-from toolkit.effects import AuditLog, run_audited
+from toolkit.effects import GENESIS, Anchor, AuditLog, chain_digest, run_audited, verify_audit_file
 from toolkit.effects import RetryPolicy, RetryController
 from toolkit.worlds import CREATE_INVOICE
 from toolkit.worlds.deploy import HEALTHY, compare_adapters, run_deploy_episode, rushed_versions, table
@@ -170,6 +170,40 @@ def test_an_edit_behind_the_triggers_breaks_the_chain_of_the_copy_only(chapter_l
         assert original.verify().ok
 
 
+def rewrite_and_recompute(db: Path, copy: Path) -> None:
+    """The notebook's stronger attacker: call_3's initiator rewritten, every digest recomputed, triggers back."""
+    shutil.copyfile(db, copy)
+    raw = sqlite3.connect(copy, isolation_level=None)
+    triggers = raw.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'").fetchall()
+    for name, _ in triggers:
+        raw.execute(f"DROP TRIGGER {name}")
+    columns = [c[1] for c in raw.execute("PRAGMA table_info(audit_events)")]
+    prev = GENESIS
+    for values in raw.execute("SELECT * FROM audit_events ORDER BY seq").fetchall():
+        row = dict(zip(columns, values))
+        row["initiator"] = "agent-427" if row["call_id"] == "call_3" else row["initiator"]
+        row["prev"], row["digest"] = prev, chain_digest({**row, "prev": prev})
+        prev = row["digest"]
+        raw.execute("UPDATE audit_events SET initiator = ?, prev = ?, digest = ? WHERE seq = ?",
+                    (row["initiator"], row["prev"], row["digest"], row["seq"]))
+    for _, sql in triggers:
+        raw.execute(sql)
+    raw.close()
+
+
+def test_a_rewrite_that_recomputes_every_digest_is_caught_by_the_anchor_only(chapter_log, tmp_path):
+    db = chapter_log[0]
+    with AuditLog(db) as audit:
+        anchor = audit.anchor                                      # the host's copy, taken as it wrote
+    copy = tmp_path / "rewritten.sqlite"
+    rewrite_and_recompute(db, copy)
+    with AuditLog(copy) as edited:
+        assert edited.story("call_3").initiator == "agent-427" and edited.verify().ok   # a perfect chain ...
+    check = verify_audit_file(copy, anchor)                        # ... that ends in the wrong place
+    assert not check.ok and "anchor" in check.reason
+    assert verify_audit_file(db, anchor).ok
+
+
 def test_canary_reaches_no_trail_line_no_feedback_and_no_byte(chapter_log, capsys):
     db, _, crm = chapter_log
     with AuditLog(db) as audit:
@@ -287,7 +321,14 @@ def test_notebook_prints_what_the_toolkit_computes(simulation, chapter_log):
     copy = chapter_log[0].parent / "copy.sqlite"
     tamper(chapter_log[0], copy)
     with AuditLog(copy) as edited:
-        assert f"the copy's chain:  {edited.verify()}" in text and "ok=False" in text
+        assert f"the copy's chain:  {edited.verify().line()}" in text and "NOT ok at row" in text
         assert f"the copy now says: {edited.story('call_3').line()}" in text
+    with AuditLog(chapter_log[0]) as audit:
+        before_call_5 = Anchor(29, audit.events()[28]["digest"])      # the notebook keeps it after four calls
+    assert f"anchor kept by the host: {before_call_5.line()}" in text
+    assert ("with the anchor:   NOT ok at row 29: the last digest is not the anchor's head: history was rewritten"
+            in text)
+    assert "the copy alone:    ok:" in text and "recomputed without the key: NOT ok at row 1" in text
+    assert "the log still matches the host's anchor: ok: 35 rows" in text
     report = simulation.report()
     assert f"utility: {report.utility:g} units over {report.calls} calls = {report.utility_per_call:.3f}" in text

@@ -96,3 +96,49 @@ def test_same_key_with_different_arguments_is_a_conflict_not_a_replay():
     assert len(books.invoices) == 1
     assert second.call_id == "b" and second.status is tk.Status.REJECTED
     assert second.errors[0].code == "idempotency_conflict"
+
+
+# --------------------------------------------------------------------------- arguments as JSON text
+
+def test_json_text_arguments_with_the_same_key_make_one_invoice(tmp_path):
+    """Vendors deliver arguments as text: the key and the fingerprint come from the parsed, validated value."""
+    import json
+
+    text = json.dumps(ARGS)
+    for make in (tk.MemoryLedger, lambda: tk.SqliteLedger(tmp_path / "l.db")):
+        host, books = setup()
+        ledger = make()
+        results = [tk.invoke_with_ledger(host, tk.request("create_invoice", args, cid), ledger)
+                   for cid, args in (("call_1", text), ("call_2", text), ("call_3", ARGS))]
+        assert [r.status for r in results] == [tk.Status.SUCCEEDED] * 3, [r.to_dict() for r in results]
+        assert [r.call_id for r in results] == ["call_1", "call_2", "call_3"]
+        assert len(books.invoices) == 1 and len(ledger) == 1, "text and dict are the same call under one key"
+        if isinstance(ledger, tk.SqliteLedger):
+            assert [e["key"] for e in ledger.entries()] == [ARGS["idempotency_key"]]
+            ledger.close()
+
+
+def test_invoke_with_ledger_checks_the_call_before_the_ledger_sees_it():
+    host, books = setup()
+    ledger = tk.MemoryLedger()
+    refused = tk.invoke_with_ledger(host, tk.request("create_invoice", '{"order_id": "order-431"', "c1"), ledger)
+    assert refused.status is tk.Status.REJECTED and refused.reason == "invalid_json" and refused.call_id == "c1"
+    assert len(ledger) == 0 and ledger.pending() == [] and books.invoices == []
+
+
+def test_the_transcript_prints_arguments_redacted():
+    from toolkit.core import Contract, Retry
+
+    secret, token = "hunter2-correct-horse", "sk-live-0123456789abcdef"
+    contract = Contract("send_report", "Send a report.", {"type": "object"}, retry=Retry.SAFE_WITH_KEY,
+                        idempotency_field="idempotency_key", secret_fields=("signing",))
+    host = tk.Host.of([tk.Tool(contract, lambda a, w: {"sent": True})])
+    calls = [tk.request("send_report", {"password": secret, "signing": "s3cr3t-signing", "note": f"use {token}",
+                                        "idempotency_key": "r1"}, "c1"),
+             tk.request("send_report", f'{{"api_key": "{token}", "idempotency_key": "r2"}}', "c2")]
+    state = tk.evaluate(tk.State("report"), tk.ScriptedPolicy(calls), host, tk.MemoryLedger())
+    text = "\n".join(state.transcript())
+    assert [o.result.status for o in state.observations] == [tk.Status.SUCCEEDED] * 2
+    for shown in (secret, token, "s3cr3t-signing"):
+        assert shown not in text, text
+    assert "[redacted]" in text and "send_report(" in text and "#c1" in text and "#c2" in text

@@ -1,5 +1,6 @@
 """The ledger rule, in memory and on disk: replay, conflict, in progress, pending, crash-safe reopen."""
 import datetime
+import sqlite3
 
 import pytest
 
@@ -337,3 +338,147 @@ def test_racing_processes_get_one_effect_per_key(mode):
     assert outcome["effects_per_key"] == [1], f"some key ran more or less than once: {outcome}"
     assert outcome["effects"] == 12 and outcome["calls"] == 48
     assert outcome["answers"] == {"ran": 12, "replayed": 36}
+
+
+# --------------------------------------------------------------------------- SQLite failures are answers
+
+def _with_deferred_child_table(ledger):
+    """An effect table whose foreign key is checked only at COMMIT: the commit itself fails."""
+    with transaction(ledger.conn):
+        ledger.conn.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
+        ledger.conn.execute("CREATE TABLE child (id INTEGER, parent_id INTEGER REFERENCES parent(id) "
+                            "DEFERRABLE INITIALLY DEFERRED)")
+    ledger.conn.execute("PRAGMA foreign_keys = ON")          # per connection, outside any transaction
+
+
+def test_a_failed_commit_rolls_back_and_says_so(tmp_path):
+    conn = connect(tmp_path / "t.db")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
+    conn.execute("CREATE TABLE child (parent_id INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)")
+    with pytest.raises(sqlite3.IntegrityError):
+        with transaction(conn):
+            conn.execute("INSERT INTO child VALUES (7)")        # accepted now, refused at COMMIT
+    assert not conn.in_transaction, "a failed COMMIT must not leave the transaction open"
+    assert conn.execute("SELECT count(*) FROM child").fetchone()[0] == 0
+    with transaction(conn):                                    # the connection is usable again
+        conn.execute("INSERT INTO parent VALUES (7)")
+    conn.close()
+
+
+def test_call_atomic_whose_commit_fails_is_rolled_back_for_real(db):
+    _with_deferred_child_table(db)
+
+    def orphan_row(conn, arguments):
+        conn.execute("INSERT INTO child VALUES (1, 99)")     # no parent 99: the COMMIT fails
+        return {"child": 1}
+
+    answer = db.call_atomic("k", orphan_row, {"a": 1}, tool="t")
+    assert isinstance(answer, Answer) and answer.status is LedgerStatus.FAILED and "rolled back" in answer.error.message
+    assert not db.conn.in_transaction
+    assert db.lookup("k") is None and db.conn.execute("SELECT count(*) FROM child").fetchone()[0] == 0
+    fixed = db.call_atomic("k", lambda conn, a: {"ok": True}, {"a": 1}, tool="t")
+    assert fixed.status is LedgerStatus.RAN, "after the rollback the key is free and the connection works"
+
+
+def test_sqlite_errors_never_escape_the_ledger(tmp_path):
+    """The module promises answers, not exceptions: a broken table is a structured refusal too."""
+    with SqliteLedger(tmp_path / "l.db") as ledger:
+        ledger.conn.execute("CREATE TRIGGER no_claims BEFORE INSERT ON ledger "
+                            "BEGIN SELECT RAISE(ABORT, 'claims are frozen'); END")
+        runs = []
+        for answer in (ledger.call("k", lambda a: runs.append(1), {}),
+                       ledger.call_atomic("k", lambda c, a: {"x": 1}, {}),
+                       ledger.record("k", {}, {"x": 1})):
+            assert isinstance(answer, Answer) and answer.status is LedgerStatus.FAILED and not answer.ok
+            assert answer.error.code in tk.core.errors.CODES and not answer.error.retryable
+            assert "claims are frozen" in answer.error.message
+        assert runs == [], "a claim that could not be written runs nothing"
+        assert ledger.entries() == [] and not ledger.conn.in_transaction
+        ledger.conn.execute("DROP TABLE ledger")
+        for answer in (ledger.call("k", lambda a: runs.append(1), {}),
+                       ledger.call_atomic("k", lambda c, a: runs.append(1), {}),
+                       ledger.reconcile("k", {}, lambda a: None), *ledger.reap(lambda key: None)):
+            assert isinstance(answer, Answer) and not answer.ok and answer.error.code in tk.core.errors.CODES
+        assert runs == [] and ledger.release("k") is False
+
+
+def test_an_outcome_that_cannot_be_recorded_is_unknown_not_ran(db):
+    def effect(arguments):
+        db.conn.execute("CREATE TRIGGER no_done BEFORE UPDATE ON ledger BEGIN SELECT RAISE(ABORT, 'x'); END")
+        return {"invoice_id": "INV-9"}
+
+    answer = db.call("k", effect, {"a": 1})
+    assert answer.status is LedgerStatus.PENDING and answer.error.code == "outcome_unknown"
+    assert db.lookup("k")["state"] == "pending"
+
+
+# --------------------------------------------------------------------------- threads
+
+def test_the_sqlite_ledger_works_from_the_schedulers_threads(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+    from toolkit.wire import run_plan, schedule
+
+    books = Books(orders={f"order-{i}": {"approved": True} for i in range(12)})
+    host = tk.Host.of([tk.Tool(CREATE_INVOICE, books.issue)], tk.Caller("agent", frozenset({"billing.write"})), books)
+    calls = [tk.request("create_invoice", {**ARGS, "order_id": f"order-{i}", "idempotency_key": f"inv-{i}"}, f"c{i}")
+             for i in range(12)]
+    with SqliteLedger(tmp_path / "l.db") as ledger:
+        report = run_plan(schedule(calls, {"create_invoice": CREATE_INVOICE}),
+                          lambda call: tk.invoke_with_ledger(host, call, ledger), max_workers=6)
+        assert [r.status for r in report.results] == [tk.Status.SUCCEEDED] * 12, report.summary()
+        effects = []
+
+        def call(key):
+            return ledger.call(key, lambda a: effects.append(key) or {"k": key}, {"key": key}).status
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            answers = list(pool.map(call, [f"k{i % 10}" for i in range(80)]))
+        assert len(ledger) == 22 and sorted(effects) == sorted(f"k{i}" for i in range(10))
+        assert set(answers) <= {LedgerStatus.RAN, LedgerStatus.REPLAYED, LedgerStatus.IN_PROGRESS}
+    assert len(books.invoices) == 12
+
+
+# --------------------------------------------------------------------------- secrets in failure messages
+
+SECRET = "hunter2-CANARY-correct-horse"
+TOKEN = "sk-CANARY-0123456789abcdef"
+
+
+@pytest.mark.parametrize("make", ["memory", "sqlite"])
+def test_failure_messages_are_scrubbed_in_answers_and_on_disk(make, tmp_path):
+    ledger = MemoryLedger() if make == "memory" else SqliteLedger(tmp_path / "ledger.db")
+    arguments = {"user": "ann", "password": SECRET, "nested": {"api_key": TOKEN}, "signing": "s1gn-CANARY-value"}
+
+    def refuses(args):
+        raise tk.ToolFailure(tk.Status.RECOVERABLE_FAILURE, "locked",
+                             f"login {args['password']} / {args['nested']['api_key']} / {args['signing']} refused")
+
+    def times_out(args):
+        raise tk.ToolFailure(tk.Status.TIMEOUT, "timeout", f"no answer for {args['password']}")
+
+    answers = [ledger.call("a", refuses, arguments, secret_fields=("signing",)),
+               ledger.call("b", times_out, arguments, secret_fields=("signing",))]
+    if make == "sqlite":
+        answers.append(ledger.call_atomic("c", lambda c, a: refuses(a), arguments, secret_fields=("signing",)))
+    shown = repr(answers) + "".join(repr(a.to_dict()) + repr(a.to_result("x").to_dict()) + a.line() for a in answers)
+    if make == "sqlite":
+        ledger.close()
+        shown += "".join(p.read_bytes().decode("latin-1") for p in tmp_path.iterdir())
+    assert [a.status for a in answers[:2]] == [LedgerStatus.FAILED, LedgerStatus.PENDING]
+    for secret in (SECRET, TOKEN, "s1gn-CANARY-value"):
+        assert secret not in shown
+    assert "[redacted]" in answers[0].error.message
+
+
+@pytest.mark.parametrize("make", ["memory", "sqlite"])
+def test_json_text_and_a_dict_are_one_call_to_the_ledger(make, books, tmp_path):
+    import json
+
+    ledger = MemoryLedger() if make == "memory" else SqliteLedger(tmp_path / "l.db")
+    first = ledger.call("invoice-431", books.issue, json.dumps(ARGS), tool="create_invoice")
+    again = ledger.call("invoice-431", books.issue, {**ARGS, "amount": 100.0}, tool="create_invoice")
+    respaced = ledger.call("invoice-431", books.issue, json.dumps(ARGS, indent=2), tool="create_invoice")
+    assert first.status is LedgerStatus.RAN and again.status is respaced.status is LedgerStatus.REPLAYED
+    other = ledger.call("invoice-431", books.issue, json.dumps({**ARGS, "amount": 5}), tool="create_invoice")
+    assert other.status is LedgerStatus.CONFLICT

@@ -85,7 +85,12 @@ def test_a_directory_is_refused_with_a_hint_to_list_it(host):
 
 # ------------------------------------------------------------------ corpus
 def expected(kind: str) -> tuple[tk.FailureClass, str]:
-    """Rungs 1-2 belong to the path layer; what rung 3 would refuse, the business precondition sees first."""
+    """Rungs 1-2 belong to the path layer; what rung 3 would refuse, the business precondition sees first.
+
+    A path that is not text (it holds lone surrogates) is not even valid JSON text: the schema layer refuses it.
+    """
+    if kind == "not_text":
+        return tk.FailureClass.SCHEMA, "not_serializable"
     if HINTS[kind][0] < 3:
         return tk.FailureClass.AUTHORIZATION, "path_refused"
     return tk.FailureClass.PRECONDITION, "precondition_failed"
@@ -109,6 +114,9 @@ def test_with_every_layer_cut_the_executor_still_refuses(tree, template, kind):
         pytest.skip("this system cannot create that file type here")
     bare = host_for(tree, layers=())
     result, opens = call(bare, {"path": tree.fill(template)})
+    if kind == "not_text":          # no layer to cut: arguments that are not JSON text never reach a tool
+        assert result.errors[0].code == "not_serializable" and file_opens(opens) == []
+        return
     assert bare.log[-1].verdict.legal == 1                   # the host waved it through...
     assert result.status is tk.Status.REJECTED               # ...and rung 3's executor still said no
     assert result.reason == "path_refused" and result.errors[0].code == "path_refused"

@@ -352,11 +352,13 @@ JSON_VALUE = st.recursive(JSON_LEAF, lambda inner: st.lists(inner, max_size=3) |
 
 
 def key_paths(value, path=()):
+    """Every key's JSON path, as a preview lists them: not those inside a secret-named field's value."""
     out = []
     if isinstance(value, dict):
         for key, sub in value.items():
             out.append(tk.core.errors.pointer_for(path + (key,)))
-            out += key_paths(sub, path + (key,))
+            if not tk.core.is_secret_name(key):
+                out += key_paths(sub, path + (key,))
     elif isinstance(value, list):
         for i, sub in enumerate(value):
             out += key_paths(sub, path + (i,))

@@ -95,3 +95,24 @@ def test_non_compensable_effects():
     assert {r["effect"] for r in rows if not r["compensable"]} == \
         {"send a notification", "make a payment", "delete data"}
     assert len(rows) == len(COMPENSATION) and all(r["undo"] and r["before acting"] for r in rows)
+
+
+def test_arguments_as_json_text_and_the_key_inside_them():
+    """The timeout rules read the parsed arguments, and the key from the field the contract names."""
+    import json
+
+    from toolkit.core import Contract, Retry
+
+    contract = Contract("create_issue", "Open an issue.", {"type": "object"}, retry=Retry.SAFE_WITH_KEY,
+                        idempotency_field="key")
+    tracker = IssueTracker(honours_keys=True, lose_responses=1)
+    runtime = TimeoutRuntime(tracker, contract=contract)
+    text = json.dumps({"title": "Login button does nothing", "key": KEY})
+    first = ToolCall("create_issue", text, "c1")
+    assert runtime.send(first).status is Status.TIMEOUT
+    assert tracker.issues == [{"number": 1, "title": "Login button does nothing", "key": KEY}]
+    again = ToolCall("create_issue", {"title": "Login button does nothing", "key": KEY}, "c2")
+    assert classify_retry(first, again, contract) is RetryKind.INQUIRY
+    decision, result = runtime.retry(first, again)
+    assert decision is TimeoutDecision.RETRIED_WITH_KEY and result.ok and result.call_id == "c2"
+    assert len(tracker.issues) == 1, "the retry under the key inside the text was an inquiry"

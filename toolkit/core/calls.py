@@ -6,11 +6,12 @@ anything. The host decides later whether the request may cross the boundary.
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ToolCall:
     """One unexecuted request from a model.
 
@@ -23,17 +24,29 @@ class ToolCall:
     call_id: str
     idempotency_key: str | None = None
 
-    def summary(self) -> str:
-        """A one-line rendering such as ``read_file({"path": "a.txt"}) #call_1``."""
-        import json
+    def __repr__(self) -> str:   # what a notebook cell or a log shows: secret-looking fields masked, as in summary()
+        from toolkit.core.redaction import redact_arguments
 
+        return (f"ToolCall(name={self.name!r}, arguments={redact_arguments(self.arguments)!r}, "
+                f"call_id={self.call_id!r}, idempotency_key={self.idempotency_key!r})")
+
+    def summary(self, secret_fields: Iterable[str] = ()) -> str:
+        """A one-line rendering such as ``read_file({"path": "a.txt"}) #call_1``.
+
+        Secret-looking fields (and ``secret_fields``, the contract's, where the caller knows them) are
+        masked before the arguments are cut to 80 characters, so no fragment of a secret is printed.
+        """
+        from toolkit.core.hostile import shown_call_id, shown_name
+        from toolkit.core.redaction import redact_arguments
+
+        shown = redact_arguments(self.arguments, secret_fields)
         try:
-            args = json.dumps(self.arguments, default=repr)   # keys in the order the model sent them
-        except (TypeError, ValueError):  # pragma: no cover - default=repr covers it
-            args = repr(self.arguments)
+            args = json.dumps(shown, default=repr)   # keys in the order the model sent them
+        except (TypeError, ValueError, RecursionError):  # an integer too long to print, a cycle
+            args = f"<{type(shown).__name__}>"
         if len(args) > 80:
             args = args[:77] + "..."
-        return f"{self.name}({args}) #{self.call_id}"
+        return f"{shown_name(self.name)}({args}) #{shown_call_id(self.call_id)}"
 
 
 @dataclass

@@ -16,6 +16,11 @@ from typing import Any, Callable, Mapping
 from toolkit.core.errors import ToolError
 
 
+class ContractError(ValueError):
+    """A contract that cannot be enforced as written (a pattern no ECMA-262 engine compiles): raised when the
+    contract is declared, so the mistake is the author's to fix and never a surprise while a call is checked."""
+
+
 class Retry(str, Enum):
     """Retry semantics: is running the same call again harmless?"""
 
@@ -79,6 +84,13 @@ class Contract:
     needs_approval: bool = False
     idempotency_field: str = ""   # the argument that carries the idempotency key, if any
     extras: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from toolkit.core.patterns import pattern_problems
+
+        problems = pattern_problems(self.schema)
+        if problems:
+            raise ContractError(f"contract {self.name!r}: " + "; ".join(problems))
 
     @cached_property
     def validator(self) -> Any:

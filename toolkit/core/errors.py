@@ -7,8 +7,13 @@ help. ``ToolError.line()`` is the one-line form used in transcripts, e.g.
 """
 from __future__ import annotations
 
+import json
+import math
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from toolkit.core.limits import MAX_ECHO_CHARS
 
 #: Error codes and the validation layer each belongs to.
 CODES: dict[str, str] = {
@@ -51,6 +56,7 @@ CODES: dict[str, str] = {
     "in_progress": "execution",
     "outcome_unknown": "execution",
     "busy": "execution",
+    "not_found": "execution",
     "not_applied": "execution",
 }
 
@@ -97,8 +103,47 @@ def shorten(text: str, limit: int = 80, tail: str = "...") -> str:
 
 
 def pointer_for(path: tuple | list) -> str:
-    """Render a path of keys and indexes as a JSON path: ``("lines", 0, "qty")`` -> ``$.lines[0].qty``."""
+    """Render a path of keys and indexes as a JSON path: ``("lines", 0, "qty")`` -> ``$.lines[0].qty``.
+
+    A key longer than ``MAX_ECHO_CHARS`` is shown cut, so a hostile key cannot make the pointer huge.
+    """
     out = "$"
     for part in path:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+        out += f"[{part}]" if isinstance(part, int) else f".{echo_text(part)}"
     return out
+
+
+# ------------------------------------------------------------ hardening: what an error may echo back
+#: A lone surrogate: a half of a UTF-16 pair that JSON text may spell (``"\\ud83d"``) but no UTF-8 text can hold.
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def echo_text(value: Any, limit: int = MAX_ECHO_CHARS) -> str:
+    """``value`` as short, encodable text for a message: cut to ``limit``; lone surrogates become U+FFFD.
+
+    Text that is not a ``str`` (bytes, ``None``, a number a model put where a name goes) is shown by its
+    type only, so nothing it holds is copied.
+    """
+    if not isinstance(value, str):
+        return f"<{type(value).__name__}>"
+    return SURROGATE.sub("\ufffd", shorten(value, limit))
+
+
+def echo_value(value: Any, limit: int = MAX_ECHO_CHARS) -> Any:
+    """``value`` as an error's ``received`` may hold it: small JSON values as they are, anything else cut.
+
+    Text is cut to ``limit`` characters; an array or object whose JSON text is longer becomes that text,
+    cut; a value JSON cannot hold (NaN, bytes, an object) becomes a short description. The result always
+    passes ``json.dumps(..., allow_nan=False)`` and encodes as UTF-8.
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return echo_text(value, limit) if isinstance(value, str) else value
+    if isinstance(value, int):
+        return value if value.bit_length() <= 1023 else f"<integer of {value.bit_length()} bits>"
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return f"<{type(value).__name__}>"
+    return value if len(text) <= limit and not SURROGATE.search(text) else echo_text(text, limit)

@@ -12,9 +12,11 @@ from typing import Any, Callable, Iterable
 from toolkit.core.calls import ToolCall
 from toolkit.core.contracts import Contract
 from toolkit.core.errors import ToolError
-from toolkit.core.legality import LAYER_OF, Caller, Outcome, Verdict, check
+from toolkit.core.hostile import duplicate_call_id_error, not_a_call_error, shown_call_id
+from toolkit.core.legality import LAYER_OF, Caller, Outcome, Verdict, check, refused
+from toolkit.core.limits import MAX_ERRORS_PER_CALL
 from toolkit.core.results import FailureClass, Status, ToolFailure, ToolResult
-from toolkit.core.redaction import scrub, secret_values
+from toolkit.core.redaction import redact_arguments, scrub, scrub_error, secret_values
 
 #: An implementation receives validated arguments and the host's world.
 Implementation = Callable[[dict, Any], Any]
@@ -34,7 +36,11 @@ class Tool:
 
 @dataclass(frozen=True)
 class Attempt:
-    """One line of the host's log: the request, its verdict, and its result."""
+    """One line of the host's log: the request, its verdict, and its result.
+
+    The log keeps a redacted copy of the request (secret fields masked, repeated secrets scrubbed), never
+    the raw arguments: a log is read by people and tools that must not see a secret.
+    """
 
     call: ToolCall
     verdict: Verdict
@@ -44,8 +50,9 @@ class Attempt:
 def rejection(verdict: Verdict) -> ToolResult:
     """The result for a refused call: status rejected, class of the first failing layer."""
     first = next((t for t in verdict.tests if t.outcome is Outcome.FAIL), verdict.schema_ok)
-    errors = verdict.errors
-    return ToolResult(verdict.call.call_id, Status.REJECTED, failure_class=LAYER_OF[first.name].failure_class,
+    errors = verdict.errors[:MAX_ERRORS_PER_CALL]
+    return ToolResult(shown_call_id(getattr(verdict.call, "call_id", None)), Status.REJECTED,
+                      failure_class=LAYER_OF[first.name].failure_class,
                       reason=errors[0].code if errors else "rejected", errors=errors)
 
 
@@ -73,8 +80,8 @@ class Host:
         return tool.contract if tool else None
 
     def check(self, call: ToolCall) -> Verdict:
-        """Step three, first half: all three tests, never raising."""
-        return check(call, self.contract(call.name), self.caller, self.world, declared=self.tools)
+        """Step three, first half: all three tests, never raising (whatever ``call`` is)."""
+        return check(call, self.contract(getattr(call, "name", None)), self.caller, self.world, declared=self.tools)
 
     def execute(self, call: ToolCall, verdict: Verdict | None = None) -> ToolResult:
         """Steps three and four: check (unless a verdict is given), then run or refuse.
@@ -86,12 +93,37 @@ class Host:
         if verdict is None or verdict.call != call:   # a verdict answers for one call only
             verdict = self.check(call)
         result = rejection(verdict) if not verdict.legal else self._run(call, verdict)
-        self.log.append(Attempt(call, verdict, result))
+        self.log.append(self._logged(Attempt(call, verdict, result)))
         return result
 
     def run_round(self, calls: Iterable[ToolCall]) -> list[ToolResult]:
-        """One result per call, in call order."""
-        return [self.execute(call) for call in calls]
+        """One result per call, in call order; a call id already used in this round is refused, not run."""
+        results, seen = [], set()
+        for call in calls:
+            call_id = getattr(call, "call_id", None)
+            if isinstance(call, ToolCall) and isinstance(call_id, str) and call_id in seen:
+                verdict = refused(call, duplicate_call_id_error(call_id))
+                result = rejection(verdict)
+                self.log.append(self._logged(Attempt(call, verdict, result)))
+            else:
+                result = self.execute(call)
+            if isinstance(call_id, str):
+                seen.add(call_id)
+            results.append(result)
+        return results
+
+    def _logged(self, attempt: Attempt) -> Attempt:
+        """The copy of ``attempt`` the log keeps: its arguments redacted (the verdict's parsed ones too)."""
+        contract = self.contract(attempt.call.name)
+        fields = contract.secret_fields if contract else ()
+        raw, parsed = attempt.call.arguments, attempt.verdict.arguments
+        arguments = redact_arguments(raw, fields)
+        safe_parsed = arguments if parsed is raw else None if parsed is None else redact_arguments(parsed, fields)
+        if arguments is raw and safe_parsed is parsed:
+            return attempt
+        call = replace(attempt.call, arguments=arguments)
+        verdict = replace(attempt.verdict, call=call, arguments=safe_parsed)
+        return Attempt(call, verdict, attempt.result)
 
     def _run(self, call: ToolCall, verdict: Verdict) -> ToolResult:
         tool = self.tools[call.name]
@@ -100,9 +132,9 @@ class Host:
             output = tool.run(arguments, self.world)
         except ToolFailure as failure:
             secrets = secret_values(arguments, tool.contract.secret_fields)
-            reason, message = scrub(failure.reason, secrets), scrub(failure.message, secrets)
-            if failure.error is not None:   # the tool built the structured error itself: keep pointer and hint
-                error = replace(failure.error, message=scrub(failure.error.message, secrets))
+            reason, message = scrub(str(failure.reason), secrets), scrub(str(failure.message), secrets)
+            if isinstance(failure.error, ToolError):   # the tool built the error itself: keep its shape, scrub it all
+                error = scrub_error(failure.error, secrets)
             else:
                 error = ToolError(reason, f"tool {call.name}", message,
                                   retryable=failure.status is Status.RECOVERABLE_FAILURE)
@@ -115,21 +147,18 @@ class Host:
                               reason="execution_failed", errors=(error,))
         broken = _broken_postconditions(tool.contract, arguments, output, self.world)
         if broken:
+            secrets = secret_values(arguments, tool.contract.secret_fields)
             return ToolResult(call.call_id, Status.FAILED, output=output, failure_class=FailureClass.POSTCONDITION,
-                              reason="postcondition_failed", errors=tuple(broken))
+                              reason="postcondition_failed",
+                              errors=tuple(scrub_error(e, secrets) for e in broken[:MAX_ERRORS_PER_CALL]))
         evidence = output.get("evidence", {}) if isinstance(output, dict) else {}
         return ToolResult(call.call_id, Status.SUCCEEDED, output=output, evidence=evidence)
 
 
 def not_a_call(obj: Any) -> ToolResult:
     """The result for something handed to an executor that is not a ``ToolCall`` (a ``Preview``, a dict...)."""
-    call_id = getattr(obj, "call_id", None)
-    kind = type(obj).__name__
-    error = ToolError("not_a_call", "$", f"a {kind} is not a ToolCall; only a complete, parsed call may run",
-                      expected="ToolCall", received=kind,
-                      hint="wait for the completion signal and execute the ToolCall it produces", retryable=False)
-    return ToolResult(call_id if isinstance(call_id, str) and call_id else "?", Status.REJECTED,
-                      failure_class=FailureClass.SCHEMA, reason="not_a_call", errors=(error,))
+    return ToolResult(shown_call_id(getattr(obj, "call_id", None)), Status.REJECTED,
+                      failure_class=FailureClass.SCHEMA, reason="not_a_call", errors=(not_a_call_error(obj),))
 
 
 def _broken_postconditions(contract: Contract, arguments: dict, output: Any, world: Any) -> list[ToolError]:

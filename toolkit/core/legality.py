@@ -17,6 +17,8 @@ from typing import Any, Iterable
 from toolkit.core.calls import ToolCall
 from toolkit.core.contracts import Condition, Contract
 from toolkit.core.errors import ToolError
+from toolkit.core.hostile import call_id_error, not_a_call_error, unknown_tool_error
+from toolkit.core.redaction import scrub_error, secret_values
 from toolkit.core.results import FailureClass
 from toolkit.core.schema import parse_arguments, schema_errors
 
@@ -99,7 +101,7 @@ class Verdict:
     schema_ok: Test
     auth_ok: Test
     pre: Test
-    arguments: dict | None = field(default=None, compare=False)
+    arguments: dict | None = field(default=None, compare=False, repr=False)   # raw values: never printed
 
     @property
     def tests(self) -> tuple[Test, Test, Test]:
@@ -135,9 +137,18 @@ class Verdict:
 
 def check(call: ToolCall, contract: Contract | None, caller: Caller = Caller(), world: Any = None,
           declared: Iterable[str] = ()) -> Verdict:
-    """Evaluate schema_ok, auth_ok and Pre for one call; never raises on bad input."""
+    """Evaluate schema_ok, auth_ok and Pre for one call; never raises on bad input.
+
+    Whatever a model sent (any name, any id, any arguments, or something that is not a call at all),
+    the verdict is structured and its errors are safe to show: short, and scrubbed of the call's secrets.
+    """
+    if not isinstance(call, ToolCall):
+        return refused(call, not_a_call_error(call))
+    bad_id = call_id_error(call.call_id)
+    if bad_id is not None:
+        return refused(call, bad_id)
     if contract is None or contract.name != call.name:
-        return _unknown_tool(call, declared)
+        return refused(call, unknown_tool_error(call.name, declared))
     arguments, errors = parse_arguments(call.arguments)
     if arguments is not None:
         errors = schema_errors(contract.validator, arguments, contract.secret_fields)
@@ -145,7 +156,20 @@ def check(call: ToolCall, contract: Contract | None, caller: Caller = Caller(), 
     usable = arguments if schema.outcome is Outcome.PASS else None
     auth = _auth_test(contract, caller, usable, world)
     pre = _pre_test(contract, call, caller, usable, world)
+    if schema.errors or auth.errors or pre.errors:   # what a condition or the schema echoes may repeat a secret
+        secrets = secret_values(arguments, contract.secret_fields) if arguments is not None else set()
+        schema, auth, pre = (_scrubbed(t, secrets) for t in (schema, auth, pre))
     return Verdict(call, schema, auth, pre, usable)
+
+
+def _scrubbed(test: Test, secrets: set[str]) -> Test:
+    return Test(test.name, test.outcome, tuple(scrub_error(e, secrets) for e in test.errors)) if test.errors else test
+
+
+def refused(call: Any, error: ToolError) -> Verdict:
+    """The verdict for a request refused before its tests could run (not a call, a bad id, a repeated id)."""
+    return Verdict(call, Test("schema_ok", Outcome.FAIL, (error,)),
+                   Test("auth_ok", Outcome.NOT_EVALUABLE), Test("Pre", Outcome.NOT_EVALUABLE))
 
 
 def _auth_test(contract: Contract, caller: Caller, arguments: dict | None, world: Any) -> Test:
@@ -184,15 +208,3 @@ def _run_conditions(conditions: Iterable[Condition], code: str, arguments: dict,
         elif verdict is not True:
             errors.append(condition.failure(code))
     return errors
-
-
-def _unknown_tool(call: ToolCall, declared: Iterable[str]) -> Verdict:
-    import difflib
-
-    names = sorted(declared)
-    near = difflib.get_close_matches(str(call.name), names, n=3, cutoff=0.5)
-    error = ToolError("unknown_tool", "$.name", f"no tool named {str(call.name)!r} is declared",
-                      expected=names, received=call.name,
-                      hint=f"did you mean {', '.join(near)}?" if near else "choose one of the declared tools")
-    return Verdict(call, Test("schema_ok", Outcome.FAIL, (error,)),
-                   Test("auth_ok", Outcome.NOT_EVALUABLE), Test("Pre", Outcome.NOT_EVALUABLE))

@@ -1,11 +1,25 @@
 """Chapter 01: how much the host reads from one request before it refuses (one table of caps).
 
 A request is text a model wrote; the host never lets its size decide how much
-memory or time a check costs. Every cap the toolkit applies to arguments lives here.
+memory or time a check costs. Every cap the toolkit applies to what a model or a
+stream sends lives here, so a refusal can name its cap and a test can assert it.
 """
 #: The largest argument document accepted, in bytes of JSON text.
 MAX_ARGUMENT_BYTES = 256 * 1024
 #: The deepest nesting of objects and arrays accepted (and walked when redacting).
 MAX_DEPTH = 32
+#: The longest tool name looked at; a longer one is refused without being matched or echoed whole.
+MAX_NAME_CHARS = 128
+#: The longest call id accepted from a model.
+MAX_CALL_ID_CHARS = 128
+#: The most tool calls one round (or one stream) may hold open at once.
+MAX_OPEN_CALLS = 128
+#: The most structured errors reported for one call; the rest are counted, not listed.
+MAX_ERRORS_PER_CALL = 16
+#: The largest single streamed event (one SSE event's data, one chunk), in bytes.
+MAX_EVENT_BYTES = 1024 * 1024
+#: The most characters of a value echoed back in an error's ``received``.
+MAX_ECHO_CHARS = 80
 
-__all__ = ["MAX_ARGUMENT_BYTES", "MAX_DEPTH"]
+__all__ = ["MAX_ARGUMENT_BYTES", "MAX_CALL_ID_CHARS", "MAX_DEPTH", "MAX_ECHO_CHARS", "MAX_ERRORS_PER_CALL",
+           "MAX_EVENT_BYTES", "MAX_NAME_CHARS", "MAX_OPEN_CALLS"]

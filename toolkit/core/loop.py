@@ -13,18 +13,25 @@ the stack::
 A refusal is a normal transition, not a crash: it becomes an observation the
 policy reads on its next step. The policy here is scripted and deterministic;
 no model and no network are involved.
+
+The ledger sees the arguments the host validated (parsed from JSON text when a
+vendor sent text), so the key and the fingerprint are the same whatever the
+spelling. The transcript shows arguments redacted: a secret field's value, or
+anything shaped like a credential, never reaches a printed line.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Protocol
 
 from toolkit.core.calls import ToolCall
 from toolkit.core.contracts import Contract, Retry
-from toolkit.core.errors import ToolError
+from toolkit.core.errors import ToolError, shorten
 from toolkit.core.host import Host, rejection
-from toolkit.core.keys import carried_key
+from toolkit.core.keys import call_arguments, carried_key
 from toolkit.core.legality import Verdict
+from toolkit.core.redaction import redact, scrub, secret_values
 from toolkit.core.results import FailureClass, Status, ToolResult
 
 
@@ -35,11 +42,29 @@ class Observation:
     kind: str
     call: ToolCall
     result: ToolResult
+    secret_fields: tuple[str, ...] = ()   # the contract's secret fields, masked in the transcript
+
+    def __repr__(self) -> str:   # the call's arguments may hold secrets: show them as the transcript does
+        return (f"Observation(kind={self.kind!r}, call={shown_call(self.call, self.secret_fields)!r}, "
+                f"result={self.result!r})")
 
     def line(self) -> str:
-        """One transcript line: what was proposed and what came of it (with the reason, if refused)."""
+        """One transcript line: what was proposed (arguments redacted) and what came of it."""
         detail = f" ({self.result.reason})" if self.result.reason else ""
-        return f"{self.kind:<8} {self.call.summary()} -> {self.result.status.value}{detail}"
+        return f"{self.kind:<8} {shown_call(self.call, self.secret_fields)} -> {self.result.status.value}{detail}"
+
+
+def shown_call(call: ToolCall, secret_fields: Iterable[str] = ()) -> str:
+    """``name({...}) #call_id`` with the arguments redacted and scrubbed *before* they are cut to length."""
+    fields = tuple(secret_fields)
+    parsed = call_arguments(call)
+    value = parsed if parsed is not None else call.arguments
+    try:
+        text = json.dumps(redact(value, fields), default=repr, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    text = scrub(text, secret_values(value, fields))
+    return f"{call.name}({shorten(text, 80)}) #{call.call_id}"
 
 
 @dataclass(frozen=True)
@@ -50,9 +75,10 @@ class State:
     observations: tuple[Observation, ...] = ()
     done: bool = False
 
-    def with_observation(self, kind: str, call: ToolCall, result: ToolResult) -> "State":
+    def with_observation(self, kind: str, call: ToolCall, result: ToolResult,
+                         secret_fields: tuple[str, ...] = ()) -> "State":
         """A new state with one more observation; the old state is unchanged."""
-        return State(self.task, self.observations + (Observation(kind, call, result),))
+        return State(self.task, self.observations + (Observation(kind, call, result, tuple(secret_fields)),))
 
     @property
     def last(self) -> Observation | None:
@@ -103,19 +129,26 @@ def invoke_with_ledger(host: Host, proposal: ToolCall, ledger: Any = None,
                        verdict: Verdict | None = None) -> ToolResult:
     """Run an allowed proposal; effects that are not plainly safe to repeat go through the ledger.
 
+    The call is checked first (unless ``verdict`` answers for it): a refused
+    call never reaches the ledger, and the ledger is given the validated,
+    parsed arguments, so JSON text and a dict name the same key and fingerprint.
     The same key with different arguments is refused as a conflict, not replayed;
     the same key with the same arguments replays the first result under this call's id.
     """
     contract = host.contract(proposal.name)
     if ledger is None or contract is None or contract.retry is Retry.SAFE:
         return host.execute(proposal, verdict)
-    arguments = verdict.arguments if verdict is not None and verdict.arguments is not None else proposal.arguments
+    if verdict is None or verdict.call != proposal:
+        verdict = host.check(proposal)
+    if not verdict.legal:
+        return host.execute(proposal, verdict)      # logs the attempt; returns the rejection
+    arguments = call_arguments(proposal, verdict)
     key = ledger_key(proposal, contract, arguments)
     if isinstance(key, ToolError):
         return ToolResult(proposal.call_id, Status.REJECTED, failure_class=FailureClass.PRECONDITION,
                           reason=key.code, errors=(key,))
     answer = ledger.call(key, lambda _: host.execute(proposal, verdict), arguments,
-                         tool=proposal.name, principal=host.caller.name)
+                         tool=proposal.name, principal=host.caller.name, secret_fields=contract.secret_fields)
     return answer.to_result(proposal.call_id)   # replayed or refused, the result answers *this* call id
 
 
@@ -126,13 +159,16 @@ def evaluate(state: State, policy: Policy, host: Host, ledger: Any = None, max_s
         if proposal is None:
             return State(state.task, state.observations, done=True)
         verdict = contract_allows(host, proposal)
+        contract = host.contract(proposal.name)
+        hidden = contract.secret_fields if contract is not None else ()
         if not verdict.legal:
             refused = host.execute(proposal, verdict)  # logs the attempt; returns the rejection
-            state = state.with_observation("rejected", proposal, refused)
+            state = state.with_observation("rejected", proposal, refused, hidden)
             continue
-        state = state.with_observation("result", proposal, invoke_with_ledger(host, proposal, ledger, verdict))
+        state = state.with_observation("result", proposal, invoke_with_ledger(host, proposal, ledger, verdict),
+                                       hidden)
     return state
 
 
 __all__ = ["Observation", "State", "ScriptedPolicy", "contract_allows", "invoke_with_ledger", "evaluate",
-           "ledger_key", "rejection"]
+           "ledger_key", "rejection", "shown_call"]

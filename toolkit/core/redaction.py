@@ -2,24 +2,45 @@
 
 Two rules, applied field by field: a field the contract marks secret is
 redacted, and so is any field whose *name* looks secret (token, api_key,
-password, ...). Values are replaced by ``REDACTED``; structure is kept so the
-rest of the record stays useful for troubleshooting.
+password, pin, ...). Values are replaced by ``REDACTED``; structure is kept so the
+rest of the record stays useful for troubleshooting. Free text that may repeat a
+secret (a tool's message, a summary) is scrubbed of every secret value the call
+carried, in each form text can spell it (as is, JSON-escaped, as ``repr``), and of
+anything shaped like a credential.
 """
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Iterable, Mapping
 
-from toolkit.core.limits import MAX_DEPTH
+from toolkit.core.errors import SURROGATE, ToolError
+from toolkit.core.limits import MAX_ARGUMENT_BYTES, MAX_DEPTH
 
 REDACTED = "[redacted]"
+#: Names that give a secret away wherever they appear inside a field name (``api_token``, ``clientSecret``).
 SECRET_NAME = re.compile(r"token|api[_-]?key|password|passwd|secret|authorization|credential|private[_-]?key|cookie",
                          re.IGNORECASE)
+#: Words that name a secret only as a whole part of a field name: ``pin`` and ``pin_code``, never ``pinned``.
+SECRET_WORDS = frozenset({"pwd", "pass", "passphrase", "passcode", "auth", "bearer", "jwt", "otp", "totp", "pin",
+                          "ssn", "signature", "cvv", "cvc", "accesskey", "sessionid", "sshkey", "cardnumber"})
+#: Two parts in a row that name a secret together: ``access_key``, ``sessionId``, ``SSHKey``, ``card-number``.
+SECRET_PAIRS = frozenset({("access", "key"), ("session", "id"), ("ssh", "key"), ("card", "number")})
+#: How a field name splits into parts: at ``_``, ``-``, ``.`` (any non-alphanumeric) and at camelCase humps.
+_NAME_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def name_parts(name: str) -> list[str]:
+    """``"sessionId"`` -> ``["session", "id"]``; ``"SSH_key"`` -> ``["ssh", "key"]``."""
+    return [part.lower() for part in _NAME_PARTS.findall(name)]
 
 
 def is_secret_name(name: str, secret_fields: Iterable[str] = ()) -> bool:
     """True when a field called ``name`` must never be shown."""
-    return name in set(secret_fields) or bool(SECRET_NAME.search(name))
+    if name in set(secret_fields) or SECRET_NAME.search(name):
+        return True
+    parts = name_parts(name[:200])   # a longer name is judged by its start: a hostile key costs no more
+    return any(p in SECRET_WORDS for p in parts) or any(pair in SECRET_PAIRS for pair in zip(parts, parts[1:]))
 
 
 def redact(value: Any, secret_fields: Iterable[str] = (), _depth: int = 0) -> Any:
@@ -41,14 +62,16 @@ def redact(value: Any, secret_fields: Iterable[str] = (), _depth: int = 0) -> An
 
 
 def summarize(value: Any, secret_fields: Iterable[str] = (), limit: int = 120) -> str:
-    """A short, redacted, one-line summary of arguments for a log line."""
-    import json
+    """A short, redacted, one-line summary of arguments for a log line.
 
+    Masked first, cut second: a secret that straddles the cut is already gone, so no fragment survives.
+    """
     redacted = redact(value, secret_fields)
     try:
         text = json.dumps(redacted, sort_keys=True, default=repr)
     except TypeError:  # keys of mixed types cannot be sorted
         text = json.dumps(redacted, default=repr)
+    text = scrub(text, secret_values(value, secret_fields))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -72,7 +95,7 @@ def secret_values(arguments: Any, secret_fields: Iterable[str] = ()) -> set[str]
             for v in value:
                 everything(v, depth + 1)
         elif value is not None and not isinstance(value, bool):
-            found.add(str(value))
+            found.add(value if isinstance(value, str) else _text_of(value))
 
     def walk(value: Any, depth: int) -> None:
         if depth > MAX_DEPTH:
@@ -88,8 +111,98 @@ def secret_values(arguments: Any, secret_fields: Iterable[str] = ()) -> set[str]
     return {s for s in found if len(s) >= 4}
 
 
+def _text_of(value: Any) -> str:
+    try:
+        return str(value)
+    except ValueError:   # an integer too long to print: nothing of it can be found in text either
+        return ""
+
+
+def spellings(secret: str) -> set[str]:
+    """Every way text may spell ``secret``: as is, JSON-escaped (ASCII or not) and as Python's ``repr``/``ascii``."""
+    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
+             repr(secret)[1:-1], ascii(secret)[1:-1]}
+    return {form for form in forms if form}
+
+
 def scrub(text: str, values: Iterable[str]) -> str:
-    """Mask every known secret value, and anything shaped like a credential, inside free text."""
-    for value in sorted(values, key=len, reverse=True):
-        text = text.replace(value, REDACTED)
-    return TOKEN_SHAPES.sub(REDACTED, text)
+    """Mask every known secret value (in each of its spellings), and anything shaped like a credential.
+
+    Lone surrogates become U+FFFD, so the text can always be written as UTF-8 (a log, a database row).
+    """
+    if not isinstance(text, str):
+        return text
+    forms = {form for value in values for form in spellings(value)}
+    for form in sorted(forms, key=len, reverse=True):
+        text = text.replace(form, REDACTED)
+    text = TOKEN_SHAPES.sub(REDACTED, text)
+    return text if text.isascii() else SURROGATE.sub("\ufffd", text)
+
+
+def scrub_value(value: Any, values: Iterable[str], _depth: int = 0) -> Any:
+    """``value`` with every text inside it scrubbed (keys too), and any number equal to a secret masked.
+
+    An integer too long to print is replaced by its size, so the copy can always be shown.
+    """
+    values = values if isinstance(values, (set, frozenset)) else set(values)
+    if _depth > MAX_DEPTH:
+        return "[too deep]"
+    if isinstance(value, str):
+        return scrub(value, values)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float)):
+        text = _text_of(value)
+        if not text:   # an integer too long to print: even repr() of what holds it would raise
+            return f"<integer of {value.bit_length()} bits>"
+        return REDACTED if text in values else value
+    if isinstance(value, Mapping):
+        return {scrub_value(k, values, _depth + 1): scrub_value(v, values, _depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [scrub_value(v, values, _depth + 1) for v in value]
+    return value
+
+
+def scrub_error(error: ToolError, secrets: Iterable[str]) -> ToolError:
+    """``error`` with every text it holds (pointer, message, expected, received, hint, nested ones too) scrubbed."""
+    values = set(secrets)
+    return ToolError(error.code, scrub_value(error.pointer, values), scrub_value(error.message, values),
+                     scrub_value(error.expected, values), scrub_value(error.received, values),
+                     scrub_value(error.hint, values), error.retryable)
+
+
+def redact_arguments(arguments: Any, secret_fields: Iterable[str] = ()) -> Any:
+    """A copy of arguments *as received* that is safe to keep: same shape (a dict stays a dict, text stays text).
+
+    A dict is redacted field by field and scrubbed of repeated secrets. JSON text is parsed, redacted and
+    written back as JSON text; text that does not parse keeps its shape with every value that follows a
+    secret-looking name masked. When nothing needed masking, the very same object comes back.
+    """
+    if isinstance(arguments, (bytes, bytearray)):
+        try:
+            arguments = bytes(arguments).decode("utf-8")
+        except UnicodeDecodeError:
+            return f"<{len(arguments)} bytes that are not UTF-8>"
+    if isinstance(arguments, str):
+        if len(arguments) > MAX_ARGUMENT_BYTES:
+            return f"<{len(arguments)} characters of arguments, over the cap>"
+        try:
+            parsed = json.loads(arguments)
+        except (ValueError, RecursionError):
+            masked = TOKEN_SHAPES.sub(REDACTED, _QUOTED_FIELD.sub(_mask_field, arguments))
+            return arguments if masked == arguments else masked
+        safe = redact_arguments(parsed, secret_fields)
+        return arguments if safe is parsed else json.dumps(safe, ensure_ascii=False)
+    if not isinstance(arguments, (dict, list, tuple)):
+        return scrub_value(arguments, ())
+    safe = scrub_value(redact(arguments, secret_fields), secret_values(arguments, secret_fields))
+    return arguments if safe == arguments else safe
+
+
+#: ``"name": value`` inside JSON-like text, for text that does not parse (a cut stream, a typo).
+_QUOTED_FIELD = re.compile(r'"([^"\\]{1,64})"(\s*:\s*)("(?:[^"\\]|\\.)*"?|[^\s,}\]]+)')   # linear: keys hold no escapes
+
+
+def _mask_field(match: re.Match) -> str:
+    name, colon, _value = match.groups()
+    return f'"{name}"{colon}"{REDACTED}"' if is_secret_name(name) else match.group(0)

@@ -2,21 +2,25 @@
 
 The course picks one meaning for "valid" and keeps it: **JSON Schema 2020-12,
 strictly**. ``"12"`` is not an integer, ``null`` is a wrong type (not a missing
-field), ``true`` is not a number, and a pattern ending in ``$`` does not accept a
-trailing newline. Every failure becomes a ``ToolError`` whose pointer names the
-offending field itself.
+field), ``true`` is not a number, and a pattern means what ECMA-262 says (``$`` is
+the end of the text, ``\\d`` is 0-9: see ``toolkit.core.patterns``). Every failure
+becomes a ``ToolError`` whose pointer names the offending field itself; what it
+echoes back is redacted and short.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
-import re
+import sys
 from functools import lru_cache
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
-from toolkit.core.errors import ToolError, pointer_for, shorten
-from toolkit.core.limits import MAX_ARGUMENT_BYTES, MAX_DEPTH
-from toolkit.core.redaction import redact
+from toolkit.core.errors import SURROGATE, ToolError, echo_text, echo_value, pointer_for, shorten
+from toolkit.core.limits import MAX_ARGUMENT_BYTES, MAX_DEPTH, MAX_ERRORS_PER_CALL
+from toolkit.core.patterns import (additional_names, ecma_additional_properties, ecma_pattern_keyword,
+                                   ecma_pattern_properties, is_ecma_regex)
+from toolkit.core.redaction import REDACTED, is_secret_name, redact
 
 
 # ----------------------------------------------------------------- parsing
@@ -42,8 +46,10 @@ def parse_arguments(raw: Any) -> tuple[dict | None, list[ToolError]]:
 
     Accepts a dict, or JSON text (str or bytes) that decodes to an object.
     An empty string means ``{}`` (a tool with no parameters). Duplicate keys,
-    NaN/Infinity, trailing data, non-objects, oversized or too deeply nested
-    input are all refused with a structured error.
+    NaN/Infinity, numbers no double can hold, lone surrogates, trailing data,
+    non-objects, oversized or too deeply nested input are all refused with a
+    structured error (``invalid_json`` for text, ``not_serializable`` for a dict
+    holding something JSON cannot), pointing at the offending value.
     """
     if isinstance(raw, (bytes, bytearray)):
         try:
@@ -60,7 +66,7 @@ def parse_arguments(raw: Any) -> tuple[dict | None, list[ToolError]]:
         try:
             raw = json.loads(raw, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
         except _Duplicate as exc:
-            return None, [ToolError("invalid_json", "$", f"duplicate key {str(exc)!r}",
+            return None, [ToolError("invalid_json", "$", f"duplicate key {echo_text(str(exc))!r}",
                                     expected="a JSON object with unique keys", received="<text>",
                                     hint="send each argument once")]
         except (ValueError, RecursionError) as exc:
@@ -71,13 +77,16 @@ def parse_arguments(raw: Any) -> tuple[dict | None, list[ToolError]]:
         return None, [ToolError("not_an_object", "$", "arguments must be a JSON object",
                                 expected="object", received=json_type(raw),
                                 hint='wrap the arguments in an object, e.g. {"path": "..."}')]
-    depth, size, plain = _measure(raw)
+    depth, size, problem = _measure(raw)
     if depth > MAX_DEPTH:
         return None, [ToolError("too_large", "$", f"arguments nest deeper than {MAX_DEPTH} levels",
                                 expected=f"at most {MAX_DEPTH} levels", received="deeper", retryable=True)]
-    if not plain:
-        return None, [ToolError("not_an_object", "$", "arguments are not JSON values",
-                                expected="JSON values only", received="<unserializable>")]
+    if problem is not None:
+        path, found, why = problem
+        return None, [ToolError("invalid_json" if from_text else "not_serializable", pointer_for(path), why,
+                                expected="JSON values only: text, finite numbers a double holds, true/false, "
+                                         "null, arrays, objects with text keys",
+                                received=found, hint="send plain JSON values")]
     if size > MAX_ARGUMENT_BYTES:
         return None, [_too_large(size)]
     return raw, []
@@ -89,38 +98,69 @@ def _too_large(size: int) -> ToolError:
                      hint="send a reference (a path or id) instead of the content")
 
 
-def _measure(value: Any) -> tuple[int, int, bool]:
-    """Nesting depth, an estimate of the JSON size in bytes, and whether every value is plain JSON.
+#: The largest integer a double holds (about 1.8e308); a larger one breaks every consumer that reads numbers
+#: as doubles, and ``json.dumps`` itself past 4300 digits.
+_LARGEST_NUMBER = int(sys.float_info.max)
 
-    One walk, stopping early once the depth or size cap is passed, so hostile
-    input costs no more than the caps allow.
+
+def _measure(value: Any) -> tuple[int, int, tuple | None]:
+    """Nesting depth, an estimate of the JSON size in bytes, and the first value that is not JSON.
+
+    The problem is ``(path, what was found, why)``, or ``None``. One walk, stopping
+    early once the depth or size cap is passed, so hostile input costs no more than
+    the caps allow. Each stack entry names its parent, so a path is only built for
+    the value that is refused.
     """
     depth = size = 0
-    stack = [(value, 1)]
+    stack: list[tuple] = [(value, 1, None)]
     while stack:
-        item, level = stack.pop()
+        entry = stack.pop()
+        item, level = entry[0], entry[1]
         depth = max(depth, level)
         if depth > MAX_DEPTH or size > MAX_ARGUMENT_BYTES:
             break
-        if isinstance(item, dict):
+        if isinstance(item, str):
+            if not item.isascii() and SURROGATE.search(item):
+                return depth, size, (_path(entry), "text with a lone surrogate", _SURROGATE_WHY)
+            size += len(item) + 3
+        elif isinstance(item, dict):
             size += 2
             for key, child in item.items():
                 if not isinstance(key, str):
-                    return depth, size, False
+                    return depth, size, (_path(entry), type(key).__name__, "object keys must be text")
+                if not key.isascii() and SURROGATE.search(key):
+                    return depth, size, (_path(entry), "a key with a lone surrogate", _SURROGATE_WHY)
                 size += len(key) + 4
-                stack.append((child, level + 1))
+                stack.append((child, level + 1, entry, key))
         elif isinstance(item, (list, tuple)):
             size += 2
-            stack.extend((child, level + 1) for child in item)
-        elif isinstance(item, str):
-            size += len(item) + 3
-        elif isinstance(item, float) and not math.isfinite(item):
-            return depth, size, False   # NaN and Infinity are not JSON
-        elif item is None or isinstance(item, (bool, int, float)):
+            stack.extend((child, level + 1, entry, i) for i, child in enumerate(item))
+        elif item is None or isinstance(item, bool):
+            size += 6
+        elif isinstance(item, int):
+            if abs(item) > _LARGEST_NUMBER:
+                return depth, size, (_path(entry), f"an integer of {item.bit_length()} bits",
+                                     "a number larger than a double can hold is not interoperable JSON")
+            size += 6
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return depth, size, (_path(entry), repr(item), "NaN and infinities are not JSON")
             size += 6
         else:
-            return depth, size, False
-    return depth, size, True
+            return depth, size, (_path(entry), type(item).__name__, f"a {type(item).__name__} is not a JSON value")
+    return depth, size, None
+
+
+def _path(entry: tuple) -> tuple:
+    """The keys and indexes from the top of the arguments down to a stack entry of ``_measure``."""
+    parts = []
+    while entry[2] is not None:
+        parts.append(entry[3])
+        entry = entry[2]
+    return tuple(reversed(parts))
+
+
+_SURROGATE_WHY = "text holds a lone surrogate (half a UTF-16 pair), which is not Unicode text"
 
 
 def json_type(value: Any) -> str:
@@ -143,86 +183,107 @@ def json_type(value: Any) -> str:
 
 
 # -------------------------------------------------------------- validating
-def _anchored(pattern: str) -> str:
-    """Make ``$`` mean end of text, as in JSON Schema (ECMA-262), not 'before a final newline'."""
-    return re.sub(r"(?<!\\)\$", r"\\Z", pattern)
+@lru_cache(maxsize=None)
+def _validator_class():
+    """Draft 2020-12, with patterns read the JSON Schema way (ECMA-262, see ``toolkit.core.patterns``)."""
+    from jsonschema import Draft202012Validator, validators
 
-
-@lru_cache(maxsize=256)
-def _compiled(pattern: str) -> re.Pattern:
-    return re.compile(_anchored(pattern))
+    return validators.extend(Draft202012Validator, {"pattern": ecma_pattern_keyword,
+                                                    "patternProperties": ecma_pattern_properties,
+                                                    "additionalProperties": ecma_additional_properties})
 
 
 @lru_cache(maxsize=None)
-def _validator_class():
-    """Draft 2020-12, with ``pattern`` read the JSON Schema way (``$`` is the end of the text)."""
-    from jsonschema import Draft202012Validator, validators
-    from jsonschema.exceptions import ValidationError
+def _schema_format_checker() -> Any:
+    """The format checks a schema itself must pass, with ``regex`` meaning an ECMA-262 pattern."""
+    from jsonschema import FormatChecker
 
-    def strict_pattern(validator, pattern, instance, schema):
-        if isinstance(instance, str) and not _compiled(pattern).search(instance):
-            yield ValidationError(f"{instance!r} does not match {pattern!r}")
-
-    return validators.extend(Draft202012Validator, {"pattern": strict_pattern})
+    checker = FormatChecker()
+    checker.checkers["regex"] = (is_ecma_regex, ())
+    return checker
 
 
 def compile_schema(schema: Mapping) -> Any:
     """Check a schema once and return a reusable validator (compile per contract, not per call)."""
     cls = _validator_class()
-    cls.check_schema(schema)
+    cls.check_schema(schema, format_checker=_schema_format_checker())
     return cls(schema)
 
 
+#: How many errors are looked at before counting stops: they are made lazily, so a document with a
+#: hundred thousand bad items (or unexpected keys) costs no more than this many.
+_ERRORS_LOOKED_AT = 1000
+
+
 def schema_errors(validator: Any, arguments: dict, secret_fields: Iterable[str] = ()) -> list[ToolError]:
-    """All schema errors for ``arguments``, each naming its own field; empty when the shape is right."""
+    """All schema errors for ``arguments``, each naming its own field; empty when the shape is right.
+
+    At most ``MAX_ERRORS_PER_CALL`` are listed: past that, the last one counts the rest.
+    """
     if validator.is_valid(arguments):
         return []
-    out: dict[tuple[str, str], ToolError] = {}
-    for error in validator.iter_errors(arguments):
-        for tool_error in _translate(error, tuple(secret_fields)):
-            out.setdefault((tool_error.code, tool_error.pointer), tool_error)  # one error per field and kind
-    return list(out.values())
+    fields = tuple(secret_fields)
+    listed: dict[tuple[str, str], ToolError] = {}
+    unlisted: set[tuple[str, str]] = set()
+    translated = (e for error in validator.iter_errors(arguments) for e in _translate(error, fields))
+    looked_at = 0
+    for looked_at, tool_error in enumerate(itertools.islice(translated, _ERRORS_LOOKED_AT + 1), 1):
+        key = (tool_error.code, tool_error.pointer)     # one error per field and kind
+        if looked_at > _ERRORS_LOOKED_AT or key in listed or key in unlisted:
+            continue
+        if len(listed) < MAX_ERRORS_PER_CALL:
+            listed[key] = tool_error
+        else:
+            unlisted.add(key)
+    out = list(listed.values())
+    if unlisted:
+        more = f"{'at least ' if looked_at > _ERRORS_LOOKED_AT else ''}{len(unlisted) + 1} more"
+        out[-1] = ToolError("schema_violation", "$", f"{more} schema errors not listed",
+                            expected=f"at most {MAX_ERRORS_PER_CALL} errors are listed for one call",
+                            received=f"{MAX_ERRORS_PER_CALL - 1} listed, {more}",
+                            hint="fix the errors listed and send the call again")
+    return out
 
 
-def _translate(error: Any, secret_fields: tuple[str, ...]) -> list[ToolError]:
-    kind = error.validator
-    where = tuple(error.absolute_path)
-    here = pointer_for(where)
-    field = where[-1] if where and isinstance(where[-1], str) else ""
-    received = redact({field: error.instance}, secret_fields)[field] if field else redact(error.instance,
-                                                                                            secret_fields)
+def _translate(error: Any, secret_fields: tuple[str, ...]) -> Iterator[ToolError]:
+    """The ``ToolError``s one jsonschema error stands for (a missing or extra field each get their own)."""
+    kind, where = error.validator, tuple(error.absolute_path)
     if kind == "required":
         present = error.instance if isinstance(error.instance, dict) else {}
-        return [ToolError("missing_required", pointer_for(where + (name,)), "required property missing",
-                          expected=f"a value for {name!r}", received="absent",
-                          hint=f"add the field {name!r}")
-                for name in error.validator_value if name not in present]
+        yield from (ToolError("missing_required", pointer_for(where + (name,)), "required property missing",
+                              expected=f"a value for {name!r}", received="absent", hint=f"add the field {name!r}")
+                    for name in error.validator_value if name not in present)
+        return
     if kind in ("additionalProperties", "unevaluatedProperties"):
         allowed = sorted(error.schema.get("properties", {}))
-        patterns = list(error.schema.get("patternProperties", {}))
-        extras = [k for k in error.instance
-                  if k not in allowed and not any(re.search(p, k) for p in patterns)]
-        return [ToolError("unexpected_property", pointer_for(where + (name,)), "unexpected property",
-                          expected=f"one of {allowed}", received=name,
-                          hint=f"remove {name!r}; the declared fields are {', '.join(allowed)}")
-                for name in extras]
+        yield from (ToolError("unexpected_property", pointer_for(where + (name,)), "unexpected property",
+                              expected=f"one of {allowed}", received=echo_text(name),
+                              hint=f"remove {echo_text(name)!r}; the declared fields are {', '.join(allowed)}")
+                    for name in additional_names(error.instance, error.schema))
+        return
+    here = pointer_for(where)
     if kind == "type":
-        return [ToolError("wrong_type", here, f"expected {error.validator_value}, got {json_type(error.instance)}",
-                          expected=error.validator_value, received=json_type(error.instance),
-                          hint=f"send {field or 'the value'} as {error.validator_value}")]
+        field = echo_text(where[-1]) if where and isinstance(where[-1], str) else "the value"
+        yield ToolError("wrong_type", here, f"expected {error.validator_value}, got {json_type(error.instance)}",
+                        expected=error.validator_value, received=json_type(error.instance),
+                        hint=f"send {field} as {error.validator_value}")
+        return
+    # below a secret-named field (an item of "api_keys", a child of "auth"), everything is secret
+    hidden = any(isinstance(part, str) and is_secret_name(part, secret_fields) for part in where)
+    received = REDACTED if hidden else echo_value(redact(error.instance, secret_fields))
     if kind in ("enum", "const"):
         allowed = error.validator_value if kind == "enum" else [error.validator_value]
-        return [ToolError("enum", here, f"{shorten(repr(received))} is not one of {allowed}",
-                          expected=list(allowed), received=received,
-                          hint="choose one of: " + ", ".join(map(str, allowed)))]
-    if kind == "pattern":
-        return [ToolError("pattern", here, f"does not match {error.validator_value}",
-                          expected=error.validator_value, received=received)]
-    if kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"):
-        return [ToolError("range", here, f"violates {kind} {error.validator_value}",
-                          expected=f"{kind} {error.validator_value}", received=received)]
-    if kind in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
-        return [ToolError("length", here, f"violates {kind} {error.validator_value}",
-                          expected=f"{kind} {error.validator_value}", received=shorten(repr(received)))]
-    return [ToolError("schema_violation", here, f"violates {kind}", expected=kind,
-                      received=shorten(repr(received)))]
+        yield ToolError("enum", here, f"{shorten(repr(received))} is not one of {allowed}",
+                        expected=list(allowed), received=received,
+                        hint="choose one of: " + ", ".join(map(str, allowed)))
+    elif kind == "pattern":
+        yield ToolError("pattern", here, f"does not match {error.validator_value}",
+                        expected=error.validator_value, received=received)
+    elif kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"):
+        yield ToolError("range", here, f"violates {kind} {error.validator_value}",
+                        expected=f"{kind} {error.validator_value}", received=received)
+    elif kind in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
+        yield ToolError("length", here, f"violates {kind} {error.validator_value}",
+                        expected=f"{kind} {error.validator_value}", received=shorten(repr(received)))
+    else:
+        yield ToolError("schema_violation", here, f"violates {kind}", expected=kind, received=shorten(repr(received)))

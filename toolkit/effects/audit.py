@@ -9,11 +9,15 @@ Three promises, each enforced rather than hoped for:
 
 * **Append-only.** The class has no update or delete method, and triggers
   make the database itself refuse ``UPDATE`` and ``DELETE`` on
-  ``audit_events`` and any insert that is not the next sequence number (so
-  ``INSERT OR REPLACE`` cannot overwrite a row).
-* **Tamper-evident.** Each row carries the SHA-256 digest of its content and
-  of the previous row's digest; ``verify()`` recomputes the chain, so an edit
-  made behind the triggers' back (say, after dropping them) is detected.
+  ``audit_events`` and any insert that is not the next sequence number;
+  ``seq`` is the rowid, so ``INSERT OR REPLACE`` has no row to replace.
+* **Tamper-evident.** Each row carries a digest of its content and of the
+  previous row's digest, and the log keeps an **anchor** (row count and last
+  digest) of what it committed; ``verify()`` runs SQLite's integrity check,
+  compares the table and its triggers with their definition, recomputes the
+  chain and compares its end with the anchor. With a ``key`` the digests are
+  HMACs the file alone cannot recompute. ``toolkit.effects.audit_chain`` says
+  what each of these stops, and what none of them stops.
 * **No secrets.** Arguments are redacted field by field (the contract's
   ``secret_fields`` plus secret-looking names) *before* anything is written,
   and the values of those fields are masked again in every text column.
@@ -22,53 +26,21 @@ The log takes a path (opened by ``toolkit.effects.database.connect``, as a
 ledger's file is) or an open ``sqlite3.Connection``, so it can share one
 database file with a durable ledger (its tables are all prefixed ``audit_``).
 When the connection is already inside a transaction, rows join that
-transaction: a ledger can commit its effect and its audit rows together.
+transaction: a ledger can commit its effect and its audit rows together (the
+anchor moves once they are seen committed, never for rows rolled back).
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import sqlite3
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
-from toolkit.core import LAYER_OF, REDACTED, TOKEN_SHAPES, secret_values
+from toolkit.core import LAYER_OF, scrub, secret_values
+from toolkit.effects.audit_chain import (AUDIT_COLUMNS, AUDIT_SCHEMA, GENESIS, Anchor, Verification, chain_digest,
+                                         chain_key, check_chain, schema_problems)
 from toolkit.effects.database import connect, transaction
 from toolkit.effects.records import ExecutionRecord, RecordState, Tick, Transition, open_record
-
-GENESIS = "0" * 64
-
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS audit_events (
-        seq INTEGER NOT NULL UNIQUE,
-        at REAL NOT NULL,
-        call_id TEXT NOT NULL,
-        tool TEXT NOT NULL,
-        initiator TEXT NOT NULL,
-        kind TEXT NOT NULL CHECK (kind IN ('transition', 'mark')),
-        source TEXT,
-        target TEXT,
-        retries INTEGER NOT NULL,
-        summary TEXT NOT NULL,
-        note TEXT NOT NULL,
-        failure TEXT NOT NULL,
-        value REAL,
-        prev TEXT NOT NULL,
-        digest TEXT NOT NULL
-    )""",
-    "CREATE INDEX IF NOT EXISTS audit_events_by_call ON audit_events (call_id, seq)",
-    """CREATE TRIGGER IF NOT EXISTS audit_events_no_update BEFORE UPDATE ON audit_events
-       BEGIN SELECT RAISE(ABORT, 'audit_events is append-only: UPDATE refused'); END""",
-    """CREATE TRIGGER IF NOT EXISTS audit_events_no_delete BEFORE DELETE ON audit_events
-       BEGIN SELECT RAISE(ABORT, 'audit_events is append-only: DELETE refused'); END""",
-    """CREATE TRIGGER IF NOT EXISTS audit_events_in_order BEFORE INSERT ON audit_events
-       WHEN NEW.seq IS NOT (SELECT COALESCE(MAX(seq), 0) + 1 FROM audit_events)
-       BEGIN SELECT RAISE(ABORT, 'audit_events is append-only: rows go at the end'); END""",
-)
-
-_COLUMNS = ("seq", "at", "call_id", "tool", "initiator", "kind", "source", "target", "retries", "summary",
-            "note", "failure", "value", "prev", "digest")
 
 @dataclass(frozen=True)
 class Story:
@@ -90,28 +62,27 @@ class Story:
                 f"{self.retries} {plural}; stopped at {self.stopped_at} (t={self.ended_at:g})")
 
 
-@dataclass(frozen=True)
-class Verification:
-    """Result of recomputing the digest chain."""
-
-    ok: bool
-    rows: int
-    broken_at: int | None = None
-
-
 class AuditLog:
     """Append-only, tamper-evident, secret-free record of every call's transitions."""
 
     def __init__(self, db: str | os.PathLike[str] | sqlite3.Connection = ":memory:",
-                 clock: Callable[[], float] | None = None):
+                 clock: Callable[[], float] | None = None, *, key: bytes | str | None = None,
+                 anchor: Anchor | None = None):
+        """``key``: digests become HMACs under it (never written). ``anchor``: what the host kept from before;
+        without one, a log opened on an existing file takes the file as it finds it."""
         if isinstance(db, sqlite3.Connection):
             self.conn, self._owns = db, False
         else:
             self.conn, self._owns = connect(os.fspath(db)), True   # WAL, busy timeout: as a ledger opens it
         self.clock = clock or Tick()
         self._secrets: set[str] = set()   # kept in memory only, to mask repeats; never written
-        for statement in _SCHEMA:
+        self._key = chain_key(key)
+        existing = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name LIKE 'audit_events%'").fetchone()
+        self._found_at_open = schema_problems(self.conn) if existing else []   # before the schema is repaired
+        for statement in AUDIT_SCHEMA:
             self.conn.execute(statement)
+        self._anchor = anchor if anchor is not None else self._head()
+        self._pending: Anchor | None = None   # rows written inside a caller's transaction, not yet seen committed
 
     def __repr__(self) -> str:
         events = self.conn.execute("SELECT COUNT(*) FROM audit_events").fetchone()[0]
@@ -147,33 +118,63 @@ class AuditLog:
                "summary": self._clean(record.summary) if first else "", "note": self._clean(note),
                "failure": self._clean(failure), "value": None if value is None else float(value)}
         if self.conn.in_transaction:      # the caller's transaction (a ledger's): the rows join it
-            self._append(row)
+            self._pending = self._append(row)
         else:
+            current = self._known()
             with transaction(self.conn):
-                self._append(row)
+                moved = self._append(row)
+            self._anchor = moved or current
 
-    def _append(self, row: dict[str, Any]) -> None:
-        """Chain ``row`` to the last one and insert it (inside a transaction, so nobody writes in between)."""
-        last = self.conn.execute("SELECT seq, digest FROM audit_events ORDER BY seq DESC LIMIT 1").fetchone()
-        seq, prev = (last[0] + 1, last[1]) if last else (1, GENESIS)
+    def _append(self, row: dict[str, Any]) -> Anchor | None:
+        """Chain ``row`` to the last one and insert it (inside a transaction, so nobody writes in between).
+
+        Returns the anchor after it, or None when the file's head was not the
+        one this log knew (rows from elsewhere, or tampering): the anchor does
+        not move over what it cannot vouch for.
+        """
+        known = self._known()
+        before = self._head()
+        seq, prev = before.rows + 1, before.head
         full = {"seq": seq, **row, "prev": prev}
-        full["digest"] = _digest(full)
-        self.conn.execute(f"INSERT INTO audit_events ({', '.join(_COLUMNS)}) "
-                          f"VALUES ({', '.join('?' for _ in _COLUMNS)})", [full[c] for c in _COLUMNS])
+        full["digest"] = chain_digest(full, self._key)
+        self.conn.execute(f"INSERT INTO audit_events ({', '.join(AUDIT_COLUMNS)}) "
+                          f"VALUES ({', '.join('?' for _ in AUDIT_COLUMNS)})", [full[c] for c in AUDIT_COLUMNS])
+        return Anchor(seq, full["digest"]) if before == known else None
+
+    def _head(self) -> Anchor:
+        last = self.conn.execute("SELECT seq, digest FROM audit_events ORDER BY seq DESC LIMIT 1").fetchone()
+        return Anchor(last[0], last[1]) if last else Anchor(0, GENESIS)
+
+    @property
+    def anchor(self) -> Anchor:
+        """Row count and last digest of what this log committed (or was given): keep it outside the file."""
+        known = self._known()
+        return self._anchor if self.conn.in_transaction else known
+
+    def _known(self) -> Anchor:
+        """The newest anchor the file still shows: rows written in a caller's transaction count once seen
+        (committed, or in the transaction still open); rolled back, they are forgotten."""
+        if self._pending is not None:
+            found = self.conn.execute("SELECT digest FROM audit_events WHERE seq = ?",
+                                      (self._pending.rows,)).fetchone()
+            if found is None or found[0] != self._pending.head:
+                self._pending = None
+            elif self.conn.in_transaction:
+                return self._pending
+            else:
+                self._anchor, self._pending = self._pending, None
+        return self._anchor
 
     def _clean(self, text: str) -> str:
-        text = str(text)
-        for secret in sorted(self._secrets, key=len, reverse=True):
-            text = text.replace(secret, REDACTED)
-        return TOKEN_SHAPES.sub(REDACTED, text)
+        return scrub(str(text), self._secrets)
 
     # --------------------------------------------------------------- reading
     def events(self, call_id: str | None = None) -> list[dict[str, Any]]:
         """Rows as plain dicts, in order (all calls, or one call id)."""
-        query = f"SELECT {', '.join(_COLUMNS)} FROM audit_events"
+        query = f"SELECT {', '.join(AUDIT_COLUMNS)} FROM audit_events"
         cursor = (self.conn.execute(query + " WHERE call_id = ? ORDER BY seq", (str(call_id),))
                   if call_id is not None else self.conn.execute(query + " ORDER BY seq"))
-        return [dict(zip(_COLUMNS, row)) for row in cursor]
+        return [dict(zip(AUDIT_COLUMNS, row)) for row in cursor]
 
     def calls(self) -> list[str]:
         """Every call id, in the order the calls were requested."""
@@ -213,15 +214,10 @@ class AuditLog:
             write(line)
         return lines
 
-    def verify(self) -> Verification:
-        """Recompute the digest chain; the first row whose digest does not match breaks it."""
-        prev, count = GENESIS, 0
-        for e in self.events():
-            count += 1
-            if e["prev"] != prev or _digest(e) != e["digest"]:
-                return Verification(False, count, e["seq"])
-            prev = e["digest"]
-        return Verification(True, count)
+    def verify(self, anchor: Anchor | None = None) -> Verification:
+        """Integrity check, schema, digest chain, and the end of the chain against ``anchor`` (default: this
+        log's own). Never raises; the first row that breaks the chain is ``broken_at``."""
+        return check_chain(self.conn, anchor or self._known(), self._key, self._found_at_open)
 
     def close(self) -> None:
         if self._owns:
@@ -232,11 +228,6 @@ class AuditLog:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def _digest(row: Mapping[str, Any]) -> str:
-    content = [row[c] for c in _COLUMNS if c != "digest"]
-    return hashlib.sha256(json.dumps(content, separators=(",", ":")).encode()).hexdigest()
 
 
 # ------------------------------------------------------------------ running a call under audit
@@ -295,4 +286,4 @@ def _klass(result: Any) -> str:
     return result.failure_class.value if result.failure_class is not None else ""
 
 
-__all__ = ["AuditLog", "GENESIS", "Story", "Verification", "run_audited"]
+__all__ = ["AuditLog", "Story", "run_audited"]

@@ -41,6 +41,7 @@ from enum import Enum
 from typing import Iterable
 
 from toolkit.core import Contract, FailureClass, Retry, Status, ToolCall, ToolResult, carried_key
+from toolkit.effects.fingerprints import same_arguments
 
 
 def step(state: RetryState, policy: RetryPolicy, rng: random.Random | None = None) -> RetryDecision:
@@ -232,7 +233,7 @@ def retry_verdict(contract: Contract | None, result: ToolResult, original: ToolC
             if result.status is Status.TIMEOUT:
                 return Action.REFUSE, "timeout: the outcome is unknown; retry only under the original key"
             return Action.REFUSE, "a retry must carry the original idempotency key; a new key is a new act"
-    if retry.arguments != original.arguments:
+    if not same_arguments(retry.arguments, original.arguments):   # dict or JSON text: the parsed value counts
         return Action.REFUSE, "a retry repeats the same arguments; changed arguments are a new proposal"
     return Action.RETRY, "retry allowed"
 

@@ -9,6 +9,9 @@ result.
 
 ``check_key`` and ``check_arguments`` answer with a structured ``ToolError``
 instead of raising: a model sent these, and a model is told what to fix.
+``same_arguments`` is the one comparison of two calls' arguments (a dict or
+JSON text, parsed by ``toolkit.core.call_arguments``) that the retry controller
+and the timeout rules share.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import json
 import math
 from typing import Any
 
-from toolkit.core import MAX_DEPTH, ToolError, pointer_for
+from toolkit.core import MAX_DEPTH, ToolError, parse_arguments, pointer_for
 
 #: The longest idempotency key accepted (keys are names, not payloads).
 MAX_KEY_LENGTH = 200
@@ -74,6 +77,18 @@ def check_arguments(arguments: Any) -> ToolError | None:
     return error
 
 
+def same_arguments(a: Any, b: Any) -> bool:
+    """True when two calls' arguments are the same JSON value, each given as a dict or as JSON text.
+
+    Arguments that do not parse are the same only when they are the same text.
+    """
+    (pa, ea), (pb, eb) = parse_arguments(a), parse_arguments(b)
+    if ea or eb:
+        return a == b
+    (error_a, digest_a), (error_b, digest_b) = checked_fingerprint(pa), checked_fingerprint(pb)
+    return pa == pb if error_a or error_b else digest_a == digest_b
+
+
 # --------------------------------------------------------------------------- canonical values
 
 class _NotJson(Exception):
@@ -118,4 +133,4 @@ def _not_json(exc: _NotJson) -> ToolError:
                      received=exc.found, hint="send plain JSON values", retryable=False)
 
 
-__all__ = ["canonical_json", "check_arguments", "check_key", "checked_fingerprint", "fingerprint"]
+__all__ = ["canonical_json", "check_arguments", "check_key", "checked_fingerprint", "fingerprint", "same_arguments"]

@@ -13,20 +13,24 @@ the same answers on a file on disk, so a key survives a crash:
   different arguments is a *conflict*, never a silent replay of someone
   else's result;
 * a finished key *replays* its stored result; a key still in flight answers
-  *in progress* instead of running twice.
+  *in progress* instead of running twice. While its owner may still finish,
+  that answer says "ask again"; once nobody will (the owner gave up, or its
+  lease ran out: ``toolkit.effects.leases``) it says "do not wait: settle it".
 
 Every answer is an ``Answer``: plain data with a status, the result, and a
-structured ``ToolError`` when the ledger refused. Nothing here raises on bad
-keys or arguments.
+structured ``ToolError`` when the ledger refused. A tool's failure message is
+scrubbed of the call's secret values before an answer carries it or a ledger
+stores it. Nothing here raises on bad keys or arguments.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any, Callable, Mapping, Protocol, TypeVar, runtime_checkable
+from typing import Any, Callable, Iterable, Mapping, Protocol, TypeVar, runtime_checkable
 
-from toolkit.core import FailureClass, Status, ToolError, ToolFailure, ToolResult
+from toolkit.core import (FailureClass, Status, ToolError, ToolFailure, ToolResult, parse_arguments, scrub,
+                          secret_values)
 from toolkit.effects.fingerprints import check_key, checked_fingerprint
 
 Y = TypeVar("Y")
@@ -49,7 +53,7 @@ class Ledger(Protocol):
         ...
 
     def call(self, key: str, effect: Callable[[Any], Any], arguments: Any, *,
-             tool: str = "", principal: str = "") -> Answer:
+             tool: str = "", principal: str = "", secret_fields: Iterable[str] = ()) -> Answer:
         """The rule with fingerprints: run, replay, or refuse, as an ``Answer``."""
         ...
 
@@ -116,6 +120,8 @@ class Answer:
         status, failure_class = _RESULT_STATUS[self.status]
         if self.status is LedgerStatus.FAILED and self.error is not None and self.error.retryable:
             status = Status.RECOVERABLE_FAILURE
+        if self.status is LedgerStatus.IN_PROGRESS and self.error is not None and not self.error.retryable:
+            status, failure_class = Status.TIMEOUT, FailureClass.TIMEOUT   # nobody will finish it: unknown
         errors = (self.error,) if self.error else ()
         return ToolResult(call_id, status, failure_class=failure_class,
                           reason=self.error.code if self.error else self.status.value, errors=errors)
@@ -130,11 +136,29 @@ class Answer:
             hint="repeat the original call to ask about it, or use a new key for a new action", retryable=False))
 
     @classmethod
-    def in_progress(cls, key: str) -> Answer:
+    def in_progress(cls, key: str, dead: str = "") -> Answer:
+        """The key is claimed and unfinished. ``dead`` says why nobody will finish it (then: do not wait)."""
+        if not dead:
+            return cls(LedgerStatus.IN_PROGRESS, key, error=ToolError(
+                "in_progress", "$.idempotency_key", "an earlier call with this key has not finished",
+                hint="wait and ask again with the same key; a key that stays pending needs reconciliation",
+                retryable=True))
         return cls(LedgerStatus.IN_PROGRESS, key, error=ToolError(
             "in_progress", "$.idempotency_key", "an earlier call with this key has not finished",
-            hint="wait and ask again with the same key; a key that stays pending needs reconciliation",
-            retryable=True))
+            expected="a claim whose owner is still working", received=dead,
+            hint="nobody is finishing it: settle the key from the downstream record (reconcile), "
+                 "never by running the effect again", retryable=False))
+
+    @classmethod
+    def lost(cls, key: str) -> Answer:
+        """A late owner's answer: its claim ran out and the key was settled or retaken by another caller."""
+        return cls(LedgerStatus.CONFLICT, key, error=ToolError(
+            "idempotency_conflict", "$.idempotency_key",
+            "this call lost its claim on the key (its lease ran out and another caller settled or retook the "
+            "key), so its result was not recorded", expected="the claim this call took",
+            received="a claim settled or held by another caller",
+            hint="ask again with the same key for the key's recorded outcome; this call's effect may be a "
+                 "second one, so check the downstream record", retryable=False))
 
     @classmethod
     def unknown(cls, key: str, why: str, result: Any = None) -> Answer:
@@ -160,6 +184,7 @@ class MemoryLedger:
     def __init__(self) -> None:
         self.entries: dict[Any, Any] = {}                 # key (or (principal, key)) -> result
         self._claims: dict[Any, tuple[str, str]] = {}     # same slots -> (tool, fingerprint)
+        self._unknown: set[Any] = set()                   # claims whose call ended with an unknown outcome
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -173,11 +198,12 @@ class MemoryLedger:
         return result
 
     def call(self, key: str, effect: Callable[[Any], Any], arguments: Any, *,
-             tool: str = "", principal: str = "") -> Answer:
+             tool: str = "", principal: str = "", secret_fields: Iterable[str] = ()) -> Answer:
         """Run, replay, or refuse: the same key with other arguments is a conflict, never a replay."""
         refused, digest = check_call(key, arguments, tool, principal)
         if refused:
             return refused
+        arguments = json_value(arguments)   # JSON text of an object: the parsed object
         slot: Any = key if not principal else (principal, key)
         if slot in self._claims:
             before_tool, before = self._claims[slot]
@@ -187,17 +213,18 @@ class MemoryLedger:
                 return Answer.conflict(key, "arguments", before[:12], digest[:12])
             if slot in self.entries:
                 return Answer(LedgerStatus.REPLAYED, key, self.entries[slot])
-            return Answer.in_progress(key)
+            return Answer.in_progress(key, "its call ended with an unknown outcome" if slot in self._unknown else "")
         if slot in self.entries:  # recorded by ``invoke``, which keeps no fingerprint
             return Answer(LedgerStatus.REPLAYED, key, self.entries[slot])
         self._claims[slot] = (tool, digest)
-        verdict, value, error = run_effect(effect, arguments)
+        verdict, value, error = run_effect(effect, arguments, secret_fields)
         if verdict == "done":
             self.entries[slot] = value
             return Answer(LedgerStatus.RAN, key, value)
         if verdict == "release":
             del self._claims[slot]
             return Answer(LedgerStatus.FAILED, key, value, error)
+        self._unknown.add(slot)
         return Answer.unknown(key, error.message if error else "the effect timed out; its outcome is unknown", value)
 
     def pending(self) -> list[Any]:
@@ -206,13 +233,14 @@ class MemoryLedger:
 
 
 # --------------------------------------------------------------------------- shared by every ledger
-# (``check_call`` and ``run_effect`` are used by ``toolkit.effects.sqlite_ledger`` too; not exported.)
+# (``check_call``, ``json_value`` and ``run_effect`` serve the durable ledger too; not exported.)
 
 def check_call(key: Any, arguments: Any, tool: Any, principal: Any) -> tuple[Answer | None, str]:
     """Check the input every ledger call shares and fingerprint the arguments (one pass).
 
-    Returns ``(refusal, "")`` for bad input (an INVALID answer; nothing is
-    touched), else ``(None, digest)``.
+    Arguments given as JSON text of an object are fingerprinted as the parsed
+    object, so text and dict name the same call. Returns ``(refusal, "")``
+    for bad input (an INVALID answer; nothing is touched), else ``(None, digest)``.
     """
     shown = key if isinstance(key, str) else repr(key)[:40]
     for name, value in (("tool", tool), ("principal", principal)):
@@ -222,36 +250,61 @@ def check_call(key: Any, arguments: Any, tool: Any, principal: Any) -> tuple[Ans
                 received=type(value).__name__, retryable=False)), ""
     error = check_key(key)
     if error is None:
-        error, digest = checked_fingerprint(arguments)
+        error, digest = checked_fingerprint(json_value(arguments))
     if error:
         return Answer(LedgerStatus.INVALID, shown, error=error), ""
     return None, digest
 
 
-def run_effect(effect: Callable[[Any], Any], arguments: Any) -> tuple[str, Any, ToolError | None]:
+def json_value(arguments: Any) -> Any:
+    """The arguments as the ledger fingerprints them: JSON text of an object parsed, anything else as given."""
+    if isinstance(arguments, (str, bytes, bytearray)) and arguments.lstrip()[:1] in ("{", b"{"):
+        parsed, errors = parse_arguments(arguments)
+        if not errors:
+            return parsed
+    return arguments
+
+
+def run_effect(effect: Callable[[Any], Any], arguments: Any,
+               secret_fields: Iterable[str] = ()) -> tuple[str, Any, ToolError | None]:
     """Run an external effect once and say what the ledger should do: ``done``, ``release`` or ``pending``.
 
     A returned value is done, except a ``ToolResult`` that says nothing happened
     (rejected, recoverable failure: release) or that nobody knows (timeout:
     pending). A raised ``ToolFailure`` is the tool's own word; any other
-    exception leaves the outcome unknown.
+    exception leaves the outcome unknown. Failure text (a raised failure's, a
+    returned result's errors) is scrubbed of the call's secret values.
     """
     try:
         value = effect(arguments)
     except ToolFailure as failure:
-        error = ToolError(failure.reason, "$.idempotency_key", failure.message,
-                          retryable=failure.status is Status.RECOVERABLE_FAILURE)
+        secrets = secret_values(json_value(arguments), secret_fields)
+        error = _mask_error(ToolError(failure.reason, "$.idempotency_key", failure.message,
+                                      retryable=failure.status is Status.RECOVERABLE_FAILURE), secrets)
         return ("pending" if failure.status is Status.TIMEOUT else "release"), None, error
     except Exception as exc:  # the effect may or may not have happened
         return "pending", None, ToolError("outcome_unknown", "$.idempotency_key",
                                           f"the effect raised {type(exc).__name__}; its outcome is unknown",
                                           retryable=False)
     if isinstance(value, ToolResult):
+        if value.errors or value.reason:
+            secrets = secret_values(json_value(arguments), secret_fields)
+            reason = scrub(value.reason, secrets) if isinstance(value.reason, str) else value.reason
+            errors = tuple(_mask_error(e, secrets) if isinstance(e, ToolError) else e for e in value.errors)
+            value = replace(value, reason=reason, errors=errors)
         if value.status is Status.TIMEOUT:
             return "pending", value, None
         if value.status in (Status.REJECTED, Status.RECOVERABLE_FAILURE, Status.CANCELLED):
             return "release", value, None
     return "done", value, None
+
+
+def _mask_error(error: ToolError, secrets: Iterable[str]) -> ToolError:
+    """``error`` with every secret value (and credential-shaped text) masked in its free-text fields."""
+    values = tuple(secrets)
+    cleaned = {name: scrub(getattr(error, name), values)
+               for name in ("code", "message", "expected", "received", "hint") if isinstance(getattr(error, name), str)}
+    return replace(error, **cleaned)
 
 
 __all__ = ["Answer", "Ledger", "LedgerStatus", "MemoryLedger", "invoke"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Iterable
 
-from toolkit.core import Status
+from toolkit.core import Status, shown_call_id, shown_name
 
 
 class RecordState(str, Enum):
@@ -174,19 +174,22 @@ def open_record(call: Any, initiator: str, contract: Any = None, clock: Callable
     """Start the record of ``call`` (a ``ToolCall``) in state ``requested``.
 
     The argument summary is redacted field by field with the contract's
-    ``secret_fields`` and the secret-looking-name rule.
+    ``secret_fields`` and the secret-looking-name rule. A tool name or call id a
+    model made too long (or not text) is kept as its short, safe echo, so a record
+    (and the audit row it becomes) stays small.
     """
-    return ExecutionRecord(call.call_id, initiator, str(call.name),
+    return ExecutionRecord(shown_call_id(call.call_id), initiator, shown_name(call.name),
                            argument_summary(call.arguments, getattr(contract, "secret_fields", ())),
                            clock or Tick(), listener)
 
 
 def argument_summary(arguments: Any, secret_fields: Iterable[str] = (), limit: int = 120) -> str:
-    """A redacted one-line summary of arguments as received.
+    """A redacted one-line summary of arguments as received, at most ``limit`` characters.
 
     Arguments that arrive as JSON text are parsed first so that redaction can
     see the field names; text that does not parse is never copied (only its
-    length is kept), because a secret could hide anywhere inside it.
+    length is kept), because a secret could hide anywhere inside it. Secrets are
+    masked before the summary is cut, so no fragment of one survives the cut.
     """
     from toolkit.core import summarize
     from toolkit.core import parse_arguments

@@ -10,18 +10,28 @@ busy timeout, ``BEGIN IMMEDIATE``). Where the effect lives decides the path:
 * an effect in another system is bracketed by a *pending* row and a *done*
   row (``call``), so a crash in between leaves a visible pending entry to
   ``reconcile`` from the downstream system's own record, never a blind re-run.
+
+A pending row is a claim with an owner and a lease (``toolkit.effects.leases``):
+a dead owner's key is settled by ``reconcile`` or ``reap``, and a late owner's
+completion is fenced. ``call``, ``call_atomic``, ``record``, ``reconcile``
+and ``reap`` answer (an ``Answer``) instead of raising, SQLite's own errors
+included (``release`` says False). One ledger may be shared by threads, such
+as the scheduler's: its connection is used under a lock.
 """
 from __future__ import annotations
 
-import json
+import math
 import sqlite3
-from dataclasses import asdict
+import threading
+import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
-from toolkit.core import FailureClass, Status, ToolError, ToolFailure, ToolResult
+from toolkit.core import Status, ToolFailure, ToolResult, scrub, secret_values
 from toolkit.effects.database import connect, transaction
-from toolkit.effects.ledger import Answer, LedgerStatus, check_call, run_effect
+from toolkit.effects.leases import LIVE, LeaseSettlement, claim_owner, lease_state, storage_failure
+from toolkit.effects.ledger import Answer, LedgerStatus, check_call, json_value, run_effect
+from toolkit.effects.stored_results import decode_result, encode_result
 
 LEDGER_SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledger (
@@ -31,27 +41,44 @@ CREATE TABLE IF NOT EXISTS ledger (
     fingerprint TEXT NOT NULL,                           -- sha256 of canonical JSON arguments
     state       TEXT NOT NULL CHECK (state IN ('pending', 'done')),
     result      TEXT,                                    -- JSON, once done
+    owner       TEXT,                                    -- who holds a pending claim (host/pid/claim)
+    lease_until REAL,                                    -- when that claim runs out (unix seconds)
     PRIMARY KEY (principal, key)
 )"""
+_COLUMNS = "tool, fingerprint, state, result, owner, lease_until"
 
 
-class SqliteLedger:
+class SqliteLedger(LeaseSettlement):
     """A durable ledger: one SQLite file, WAL, one row per (principal, key).
 
     Use ``call_atomic`` when the effect writes to this same database (the
     effect and the ledger row commit together: exactly once). Use ``call``
     when the effect lives elsewhere: the key is passed downstream in the
-    arguments, and the row goes pending -> done around the effect.
+    arguments, and the row goes pending -> done around the effect. A pending
+    claim is held for ``lease_seconds`` (longer than any call may take) by an
+    owner named ``owner`` (default: this machine and process); ``clock`` is
+    the wall clock leases are measured by.
     """
 
-    def __init__(self, path: str | Path, *, synchronous: str = "FULL", busy_timeout_ms: int = 10_000):
-        self.path = Path(path)
-        self.conn = connect(self.path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
+    def __init__(self, path: str | Path, *, synchronous: str = "FULL", busy_timeout_ms: int = 10_000,
+                 lease_seconds: float = 60.0, owner: str | None = None, clock: Callable[[], float] = time.time):
+        if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, (int, float)) \
+                or not math.isfinite(lease_seconds) or lease_seconds <= 0:
+            raise ValueError(f"lease_seconds must be a positive, finite number of seconds (got {lease_seconds!r})")
+        self.path, self.lease_seconds, self.owner, self.clock = Path(path), float(lease_seconds), owner, clock
+        self._lock = threading.RLock()
+        self.conn = connect(self.path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms,
+                            check_same_thread=False)
         with transaction(self.conn):
             self.conn.execute(LEDGER_SCHEMA)
+            have = {row[1] for row in self.conn.execute("PRAGMA table_info(ledger)")}
+            for column, kind in (("owner", "TEXT"), ("lease_until", "REAL")):   # a file from before leases
+                if column not in have:
+                    self.conn.execute(f"ALTER TABLE ledger ADD COLUMN {column} {kind}")
 
     def close(self) -> None:
-        self.conn.close()
+        with self._lock:
+            self.conn.close()
 
     def __enter__(self) -> "SqliteLedger":
         return self
@@ -62,7 +89,8 @@ class SqliteLedger:
     # -- reading ----------------------------------------------------------
     def __len__(self) -> int:
         """Finished entries (a pending claim is not yet an entry)."""
-        return self.conn.execute("SELECT count(*) FROM ledger WHERE state = 'done'").fetchone()[0]
+        with self._lock:
+            return self.conn.execute("SELECT count(*) FROM ledger WHERE state = 'done'").fetchone()[0]
 
     def __contains__(self, key: object) -> bool:
         """True for a finished key (principal "")."""
@@ -71,122 +99,135 @@ class SqliteLedger:
 
     def lookup(self, key: str, principal: str = "") -> dict[str, Any] | None:
         """The row for a key as plain data, or None."""
-        row = self.conn.execute("SELECT principal, key, tool, state, result FROM ledger "
-                                "WHERE principal = ? AND key = ?", (principal, key)).fetchone()
-        return _row(row) if row else None
+        with self._lock:
+            row = self.conn.execute(f"SELECT principal, key, {_COLUMNS} FROM ledger WHERE principal = ? AND key = ?",
+                                    (principal, key)).fetchone()
+        return self._entry(row) if row else None
 
     def entries(self) -> list[dict[str, Any]]:
-        """Every row, oldest first."""
-        rows = self.conn.execute("SELECT principal, key, tool, state, result FROM ledger ORDER BY rowid")
-        return [_row(r) for r in rows]
+        """Every row, oldest first: principal, key, tool, state, result, owner, lease_until and ``lease``
+        (``"live"``, why a pending claim is dead, or ``""`` for a finished key)."""
+        with self._lock:
+            rows = self.conn.execute(f"SELECT principal, key, {_COLUMNS} FROM ledger ORDER BY rowid").fetchall()
+        return [self._entry(r) for r in rows]
 
     def pending(self) -> list[dict[str, Any]]:
-        """Claims whose outcome nobody has recorded: the reconciliation worklist."""
+        """Claims whose outcome nobody has recorded: the reconciliation worklist (``lease`` tells dead from live)."""
         return [e for e in self.entries() if e["state"] == "pending"]
 
-    def _existing(self, row: tuple, key: str, tool: str, digest: str) -> Answer:
-        before_tool, before, state, text = row
+    def _entry(self, row: tuple) -> dict[str, Any]:
+        principal, key, tool, _digest, state, text, owner, until = row
+        lease = lease_state(owner, until, self.clock()) if state == "pending" else ""
+        return {"principal": principal, "key": key, "tool": tool, "state": state, "result": decode_result(text),
+                "owner": owner, "lease_until": until, "lease": lease}
+
+    def _existing(self, row: tuple, key: str, tool: str, digest: str, now: float) -> Answer:
+        before_tool, before, state, text, owner, until = row
         if before_tool != tool:
             return Answer.conflict(key, "tool", before_tool, tool)
         if before != digest:
             return Answer.conflict(key, "arguments", before[:12], digest[:12])
         if state == "pending":
-            return Answer.in_progress(key)
+            why = lease_state(owner, until, now)
+            return Answer.in_progress(key, "" if why == LIVE else why)
         return Answer(LedgerStatus.REPLAYED, key, decode_result(text))
 
     def _select(self, principal: str, key: str) -> tuple | None:
-        return self.conn.execute("SELECT tool, fingerprint, state, result FROM ledger "
-                                 "WHERE principal = ? AND key = ?", (principal, key)).fetchone()
-
-    def _claim(self, key: str, arguments: Any, tool: str, principal: str,
-               write: Callable[[str], Any]) -> tuple[Answer | None, Any]:
-        """Check the input, then in ONE transaction: answer from the key's row, or ``write(digest)`` a new one.
-
-        Returns ``(answer, None)`` when the ledger answers by itself (a refusal,
-        a conflict, a replay, in progress), else ``(None, what write returned)``.
-        """
-        refused, digest = check_call(key, arguments, tool, principal)
-        if refused:
-            return refused, None
-        with transaction(self.conn):
-            row = self._select(principal, key)
-            if row:
-                return self._existing(row, key, tool, digest), None
-            return None, write(digest)
+        return self.conn.execute(f"SELECT {_COLUMNS} FROM ledger WHERE principal = ? AND key = ?",
+                                 (principal, key)).fetchone()
 
     # -- effect in this database: one transaction ----------------------------
     def call_atomic(self, key: str, effect: Callable[[sqlite3.Connection, Any], Any], arguments: Any, *,
-                    tool: str = "", principal: str = "") -> Answer:
+                    tool: str = "", principal: str = "", secret_fields: Iterable[str] = ()) -> Answer:
         """Run ``effect(conn, arguments)`` and write the ledger row in ONE transaction.
 
         The effect must write only through ``conn`` and must not commit. A
-        crash, an exception or a result JSON cannot hold rolls back both: the
-        effect happened together with its ledger row, or not at all.
+        crash, an exception, a failed commit or a result JSON cannot hold
+        rolls back both: the effect happened together with its ledger row, or
+        not at all.
         """
-        def effect_and_row(digest: str) -> str:
-            value = effect(self.conn, arguments)
-            try:
-                text = encode_result(value, strict=True)
-            except (TypeError, ValueError):
-                raise _NotStorable from None
-            self.conn.execute("INSERT INTO ledger (principal, key, tool, fingerprint, state, result) "
-                              "VALUES (?, ?, ?, ?, 'done', ?)", (principal, key, tool, digest, text))
-            return text
-
+        refused, digest = check_call(key, arguments, tool, principal)
+        if refused:
+            return refused
+        arguments = json_value(arguments)   # JSON text of an object: the parsed object
         try:
-            answer, text = self._claim(key, arguments, tool, principal, effect_and_row)
+            with self._lock, transaction(self.conn):
+                row = self._select(principal, key)
+                if row:
+                    return self._existing(row, key, tool, digest, self.clock())
+                value = effect(self.conn, arguments)
+                try:
+                    text = encode_result(value, strict=True)
+                except (TypeError, ValueError):
+                    raise _NotStorable from None
+                self.conn.execute("INSERT INTO ledger (principal, key, tool, fingerprint, state, result) "
+                                  "VALUES (?, ?, ?, ?, 'done', ?)", (principal, key, tool, digest, text))
         except ToolFailure as failure:
-            return Answer.failed(key, failure.reason, failure.message, failure.status is Status.RECOVERABLE_FAILURE)
+            secrets = secret_values(arguments, secret_fields)
+            return Answer.failed(key, scrub(failure.reason, secrets), scrub(failure.message, secrets),
+                                 failure.status is Status.RECOVERABLE_FAILURE)
         except _NotStorable:
             return Answer.failed(key, "not_serializable", "the result is not JSON, so nothing was committed", False)
-        except sqlite3.OperationalError as exc:
-            if _busy(exc):
-                return Answer.failed(key, "busy", "the database stayed locked past the busy timeout", True)
-            return Answer.failed(key, "execution_failed", "the effect's SQL failed; rolled back", False)
+        except sqlite3.Error as exc:
+            return storage_failure(key, exc, "rolled back", secret_values(arguments, secret_fields))
         except Exception as exc:
             return Answer.failed(key, "execution_failed", f"the effect raised {type(exc).__name__}; rolled back",
                                  True)
-        return answer or Answer(LedgerStatus.RAN, key, decode_result(text))
+        return Answer(LedgerStatus.RAN, key, decode_result(text))
 
     # -- effect elsewhere: pending, then done -----------------------------------
     def call(self, key: str, effect: Callable[[Any], Any], arguments: Any, *,
-             tool: str = "", principal: str = "") -> Answer:
-        """Claim the key (pending), run ``effect(arguments)``, record done.
+             tool: str = "", principal: str = "", secret_fields: Iterable[str] = ()) -> Answer:
+        """Claim the key (pending, with a lease), run ``effect(arguments)``, record done if the claim still holds.
 
         The claim commits before the effect starts, so a crash after the
         effect leaves a pending row, which the next caller sees as in
-        progress: it must ``reconcile``, not re-run.
+        progress: it must ``reconcile``, not re-run. A call whose outcome is
+        unknown ends its lease at once (nobody is finishing it); a call that
+        finds its claim settled or retaken by another caller answers CONFLICT.
         """
-        def pending_row(digest: str) -> None:
-            self.conn.execute("INSERT INTO ledger (principal, key, tool, fingerprint, state) "
-                              "VALUES (?, ?, ?, ?, 'pending')", (principal, key, tool, digest))
-
+        refused, digest = check_call(key, arguments, tool, principal)
+        if refused:
+            return refused
+        arguments = json_value(arguments)   # JSON text of an object: the parsed object
+        owner = claim_owner(self.owner)
         try:
-            answer, _ = self._claim(key, arguments, tool, principal, pending_row)
-        except sqlite3.OperationalError as exc:
-            if not _busy(exc):
-                raise
-            return Answer.failed(key, "busy", "the database stayed locked past the busy timeout", True)
-        if answer:
-            return answer
-        verdict, value, error = run_effect(effect, arguments)
+            with self._lock, transaction(self.conn):
+                now = self.clock()
+                row = self._select(principal, key)
+                if row:
+                    return self._existing(row, key, tool, digest, now)
+                self.conn.execute("INSERT INTO ledger (principal, key, tool, fingerprint, state, owner, lease_until) "
+                                  "VALUES (?, ?, ?, ?, 'pending', ?, ?)",
+                                  (principal, key, tool, digest, owner, now + self.lease_seconds))
+        except sqlite3.Error as exc:
+            return storage_failure(key, exc, "nothing was run", secret_values(arguments, secret_fields))
+        verdict, value, error = run_effect(effect, arguments, secret_fields)
+        fence = (principal, key, owner)
+        try:
+            with self._lock, transaction(self.conn):
+                if verdict == "pending":       # nobody will finish this call: end the lease now
+                    held = self.conn.execute("UPDATE ledger SET lease_until = ? WHERE principal = ? AND key = ? "
+                                             "AND state = 'pending' AND owner = ?", (self.clock(), *fence))
+                elif verdict == "release":
+                    held = self.conn.execute("DELETE FROM ledger WHERE principal = ? AND key = ? "
+                                             "AND state = 'pending' AND owner = ?", fence)
+                else:
+                    text = encode_result(value)
+                    held = self.conn.execute("UPDATE ledger SET state = 'done', result = ?, owner = NULL, "
+                                             "lease_until = NULL WHERE principal = ? AND key = ? "
+                                             "AND state = 'pending' AND owner = ?", (text, *fence))
+        except sqlite3.Error:
+            if verdict == "release":
+                return Answer(LedgerStatus.FAILED, key, value, error)
+            return Answer.unknown(key, "the effect ran but its outcome could not be recorded")
         if verdict == "pending":
             return Answer.unknown(key, error.message if error else "the effect timed out; its outcome is unknown",
                                   value)
-        try:
-            with transaction(self.conn):
-                if verdict == "release":
-                    self.conn.execute("DELETE FROM ledger WHERE principal = ? AND key = ? AND state = 'pending'",
-                                      (principal, key))
-                else:
-                    text = encode_result(value)
-                    self.conn.execute("UPDATE ledger SET state = 'done', result = ? "
-                                      "WHERE principal = ? AND key = ? AND state = 'pending'",
-                                      (text, principal, key))
-        except sqlite3.OperationalError:
-            return Answer.unknown(key, "the effect ran but its outcome could not be recorded")
         if verdict == "release":
             return Answer(LedgerStatus.FAILED, key, value, error)
+        if held.rowcount != 1:
+            return Answer.lost(key)
         return Answer(LedgerStatus.RAN, key, decode_result(text))
 
     def invoke(self, key: str, effect: Callable[[Any], Any], arguments: Any) -> Any:
@@ -202,101 +243,43 @@ class SqliteLedger:
         """Write a result obtained elsewhere as the key's outcome.
 
         A new key becomes done (RAN); a pending claim with the same fingerprint
-        is settled (RECONCILED); a done key keeps its first result (REPLAYED).
+        is settled (RECONCILED), whoever holds it; a done key keeps its first
+        result (REPLAYED).
         """
         refused, digest = check_call(key, arguments, tool, principal)
         if refused:
             return refused
+        arguments = json_value(arguments)   # JSON text of an object: the parsed object
         text = encode_result(result)
-        with transaction(self.conn):
-            row = self._select(principal, key)
-            if row is None:
-                self.conn.execute("INSERT INTO ledger (principal, key, tool, fingerprint, state, result) "
-                                  "VALUES (?, ?, ?, ?, 'done', ?)", (principal, key, tool, digest, text))
-                return Answer(LedgerStatus.RAN, key, decode_result(text))
-            answer = self._existing(row, key, tool, digest)
-            if answer.status is not LedgerStatus.IN_PROGRESS:
-                return answer
-            self.conn.execute("UPDATE ledger SET state = 'done', result = ? WHERE principal = ? AND key = ?",
-                              (text, principal, key))
+        try:
+            with self._lock, transaction(self.conn):
+                row = self._select(principal, key)
+                if row is None:
+                    self.conn.execute("INSERT INTO ledger (principal, key, tool, fingerprint, state, result) "
+                                      "VALUES (?, ?, ?, ?, 'done', ?)", (principal, key, tool, digest, text))
+                    return Answer(LedgerStatus.RAN, key, decode_result(text))
+                answer = self._existing(row, key, tool, digest, self.clock())
+                if answer.status is not LedgerStatus.IN_PROGRESS:
+                    return answer
+                self.conn.execute("UPDATE ledger SET state = 'done', result = ?, owner = NULL, lease_until = NULL "
+                                  "WHERE principal = ? AND key = ?", (text, principal, key))
+        except sqlite3.Error as exc:
+            return storage_failure(key, exc, "nothing was recorded")
         return Answer(LedgerStatus.RECONCILED, key, decode_result(text))
 
     def release(self, key: str, principal: str = "") -> bool:
-        """Drop a pending claim once the downstream record proves nothing happened."""
-        with transaction(self.conn):
-            gone = self.conn.execute("DELETE FROM ledger WHERE principal = ? AND key = ? AND state = 'pending'",
-                                     (principal, key)).rowcount
-        return gone == 1
-
-    def reconcile(self, key: str, arguments: Any, inquire: Callable[[Any], Any], *,
-                  tool: str = "", principal: str = "") -> Answer:
-        """Settle a pending key from the downstream system's own record, never by a blind re-run.
-
-        ``inquire(arguments)`` asks the downstream system about this key (the
-        key travels in the arguments): it returns the recorded outcome, or
-        None when the system has no trace of the key. None releases the claim
-        (FAILED: the same key may now be used again); an exception leaves the
-        key pending (PENDING: ask a human).
-        """
-        refused, digest = check_call(key, arguments, tool, principal)
-        if refused:
-            return refused
-        row = self._select(principal, key)
-        if row is None:
-            return Answer.failed(key, "not_found", "no claim for this key", False)
-        answer = self._existing(row, key, tool, digest)
-        if answer.status is not LedgerStatus.IN_PROGRESS:
-            return answer
+        """Drop a pending claim once the downstream record proves nothing happened (False if there was none)."""
         try:
-            found = inquire(arguments)
-        except Exception as exc:
-            return Answer.unknown(key, f"the downstream check raised {type(exc).__name__}; "
-                                       "the outcome is still unknown")
-        if found is None:
-            self.release(key, principal)
-            return Answer.failed(key, "not_applied", "the downstream system has no record of this key", True)
-        return self.record(key, arguments, found, tool=tool, principal=principal)
-
-
-# --------------------------------------------------------------------------- stored results
-
-def encode_result(value: Any, strict: bool = False) -> str:
-    """A result as stored JSON. ``ToolResult`` keeps every field; other values JSON
-    cannot hold are stored as text unless ``strict`` (then ``TypeError``)."""
-    if isinstance(value, ToolResult):
-        data = asdict(value)
-        data["status"] = value.status.value
-        data["failure_class"] = value.failure_class.value if value.failure_class else None
-        value = {"__tool_result__": data}
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=not strict,
-                      default=None if strict else str)
-
-
-def decode_result(text: str | None) -> Any:
-    """The inverse of ``encode_result``."""
-    if text is None:
-        return None
-    value = json.loads(text)
-    if isinstance(value, dict) and set(value) == {"__tool_result__"}:
-        data = dict(value["__tool_result__"])
-        data["status"] = Status(data["status"])
-        data["failure_class"] = FailureClass(data["failure_class"]) if data["failure_class"] else None
-        data["errors"] = tuple(ToolError(**e) for e in data["errors"])
-        return ToolResult(**data)
-    return value
+            with self._lock, transaction(self.conn):
+                gone = self.conn.execute("DELETE FROM ledger WHERE principal = ? AND key = ? AND state = 'pending'",
+                                         (principal, key)).rowcount
+        except sqlite3.Error:
+            return False
+        return gone == 1
 
 
 class _NotStorable(Exception):
     """An atomic effect returned a value JSON cannot hold."""
 
 
-def _busy(exc: sqlite3.OperationalError) -> bool:
-    return getattr(exc, "sqlite_errorname", "") in ("SQLITE_BUSY", "SQLITE_LOCKED") or "locked" in str(exc)
-
-
-def _row(row: tuple) -> dict[str, Any]:
-    principal, key, tool, state, text = row
-    return {"principal": principal, "key": key, "tool": tool, "state": state, "result": decode_result(text)}
-
-
-__all__ = ["SqliteLedger", "decode_result", "encode_result"]
+__all__ = ["SqliteLedger"]

@@ -25,12 +25,8 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Callable
 
-from toolkit.core import carried_key
-from toolkit.core import ToolCall
-from toolkit.core import ToolError
-from toolkit.effects.fingerprints import canonical_json
-from toolkit.core import NEXT_STEP, FailureClass, Status, ToolResult
-from toolkit.core import parse_arguments
+from toolkit.core import NEXT_STEP, FailureClass, Status, ToolCall, ToolError, ToolResult, call_arguments, carried_key
+from toolkit.effects.fingerprints import same_arguments
 
 
 class RemoteTimeout(Exception):
@@ -54,17 +50,6 @@ class RetryKind(str, Enum):
         return {"inquiry": "an inquiry", "new_proposal": "a new proposal", "conflict": "a conflict"}[self.value]
 
 
-def _same_arguments(a: Any, b: Any) -> bool:
-    """Equal as JSON values (arguments may arrive as a dict or as JSON text)."""
-    (pa, ea), (pb, eb) = parse_arguments(a), parse_arguments(b)
-    if ea or eb:
-        return a == b
-    try:
-        return canonical_json(pa) == canonical_json(pb)
-    except ValueError:
-        return pa == pb
-
-
 def classify_retry(original: ToolCall, retry: ToolCall, contract: Any = None) -> RetryKind:
     """A retry without the original key is a new proposal; with it, an inquiry.
 
@@ -74,7 +59,7 @@ def classify_retry(original: ToolCall, retry: ToolCall, contract: Any = None) ->
     first, again = carried_key(original, contract), carried_key(retry, contract)
     if not isinstance(first, str) or again != first:
         return RetryKind.NEW_PROPOSAL
-    if retry.name != original.name or not _same_arguments(retry.arguments, original.arguments):
+    if retry.name != original.name or not same_arguments(retry.arguments, original.arguments):
         return RetryKind.CONFLICT
     return RetryKind.INQUIRY
 
@@ -99,19 +84,28 @@ def _timeout(call: ToolCall, reason: str, message: str) -> ToolResult:
 class TimeoutRuntime:
     """Sends ``create_issue`` calls and settles timeouts without blind retries.
 
-    ``tracker`` is the remote service (see the module docstring). ``human`` (optional) answers a question about a call with ``"exists"``,
-    ``"absent"``, or None (cannot say). ``log`` collects one line per step.
+    ``tracker`` is the remote service (see the module docstring). ``human`` (optional) answers a question about
+    a call with ``"exists"``, ``"absent"``, or None (cannot say). ``log`` collects one line per step.
+    ``contract`` (optional) names the argument that carries the key; arguments may be a dict or JSON text, and
+    the title and the key are read from the parsed value (``toolkit.core.call_arguments``).
     """
 
     tracker: Any
     human: Callable[[ToolCall], str | None] | None = None
     log: list[str] = field(default_factory=list)
     unresolved: dict[str, ToolCall] = field(default_factory=dict)   # call id -> call with unknown outcome
+    contract: Any = None
+
+    def key_of(self, call: ToolCall) -> str | None:
+        """The key ``call`` carries (beside it or in the contract's field); disagreeing keys count as none."""
+        key = carried_key(call, self.contract)
+        return key if isinstance(key, str) else None
 
     def _send(self, call: ToolCall) -> ToolResult:
-        arguments = call.arguments if isinstance(call.arguments, dict) else {}
+        arguments = call_arguments(call)
+        title = arguments.get("title", "") if isinstance(arguments, dict) else ""
         try:
-            output = self.tracker.create_issue(str(arguments.get("title", "")), call.idempotency_key)
+            output = self.tracker.create_issue(str(title), self.key_of(call))
         except RemoteTimeout:
             self.unresolved[call.call_id] = call
             self.log.append(f"{call.call_id}: timeout, outcome unknown")
@@ -132,7 +126,7 @@ class TimeoutRuntime:
         A new proposal is refused while the original's outcome is unknown, and
         sent as a separate action once it is known.
         """
-        kind = classify_retry(original, proposal)
+        kind = classify_retry(original, proposal, self.contract)
         self.log.append(f"{proposal.call_id}: retry of {original.call_id} is {kind.phrase}")
         if kind is RetryKind.INQUIRY:
             decision, result = self.resolve(original)
@@ -154,13 +148,14 @@ class TimeoutRuntime:
 
     def resolve(self, call: ToolCall) -> tuple[TimeoutDecision, ToolResult]:
         """Turn a timed-out call's unknown outcome into a known one: key, then record, then a human."""
-        if self.tracker.honours_keys and call.idempotency_key:
+        key = self.key_of(call)
+        if self.tracker.honours_keys and key:
             result = self._send(call)
             if result.ok:
                 return TimeoutDecision.RETRIED_WITH_KEY, result
-        if call.idempotency_key:
+        if key:
             try:
-                found = self.tracker.find(call.idempotency_key)
+                found = self.tracker.find(key)
             except RecordUnavailable:
                 pass
             else:

@@ -2,8 +2,9 @@
 
 A slider picks a position in a recorded server-sent-event body from
 ``toolkit/wire/recordings``. At each position the panel shows the chunks
-received so far, the ``Preview`` of every call still arriving (raw text and the
-keys seen so far, never a guessed value), and the one question that matters:
+received so far, the ``Preview`` of every call still arriving (the text so far,
+secret-named values masked, and the keys seen so far, never a guessed value),
+and the one question that matters:
 *may anything execute yet?* Before the completion event the answer is always
 "cannot execute: no completion event yet"; only after it does the panel show the
 completed ``ToolCall`` objects (or, for a cut stream, the refusals).

@@ -1,20 +1,42 @@
 """Chapters 01 and 08: a preview is not a call: what a display may show while a call is still arriving.
 
-While fragments arrive, the only honest things to show are the raw text so
-far and the keys whose names have fully arrived. ``Preview`` holds exactly
-that and is a different type from ``ToolCall``, so an executor handed one
-refuses it (``toolkit.core.host.not_a_call``). ``KeyScanner`` finds the keys
-in partial JSON incrementally: each character is read once, however many
+While fragments arrive, the only honest things to show are the text so far
+and the keys whose names have fully arrived. ``Preview`` holds exactly that
+and is a different type from ``ToolCall``, so an executor handed one refuses
+it (``toolkit.core.host.not_a_call``). ``KeyScanner`` finds the keys in
+partial JSON incrementally: each character is read once, however many
 previews are asked for.
+
+A preview is shown, so it obeys the redaction rule (``toolkit.core.redaction``)
+even before the JSON is whole: once a key whose name looks secret (``token``,
+``password``, ...) has arrived, its value is replaced by ``"[redacted]"`` in
+the preview's text, whatever comes next; once that value is complete, later text
+that repeats it is masked too, and so is anything shaped like a credential. (A
+free-text field that repeats a secret *before* the secret's own field arrives
+cannot be recognised yet: nothing has said the words are a secret.)
+
+Hardening: the scanner tracks at most ``MAX_DEPTH`` levels of nesting (keys
+deeper than that are not listed) and remembers the keys it has listed in a set,
+so neither deep nesting nor many keys make a preview slower than the text is long.
 """
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
-from toolkit.core import pointer_for
+from toolkit.core import MAX_DEPTH, REDACTED, is_secret_name, pointer_for, scrub, secret_values, spellings
+
+#: What the text of a preview shows instead of a secret-named field's value.
+MASK = json.dumps(REDACTED)
+#: Characters a credential shape (``toolkit.core.TOKEN_SHAPES``) can be made of, read from the end backwards.
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9._~+/=\s-]*")
+#: The most characters of a preview's text left unsettled, waiting for a credential to finish arriving.
+_UNSETTLED = 4096
+#: The most secret values one preview remembers; past it the preview shows no more text (``STOPPED``).
+MAX_SECRETS_REMEMBERED = 64
+STOPPED = " [preview stopped: too many secret values to mask]"
 
 
 @dataclass(frozen=True)
@@ -22,9 +44,9 @@ class Preview:
     """What a progress display may show while a call is still arriving.
 
     Deliberately *not* a ``ToolCall``: it has no ``arguments``, only ``text``
-    (the raw characters so far) and ``keys`` (JSON paths of the keys whose
-    names have fully arrived, e.g. ``$.path``). No value is ever guessed: a
-    half-sent ``"amount": 1`` may be the start of ``100``.
+    (the characters so far, secret-named values masked) and ``keys`` (JSON
+    paths of the keys whose names have fully arrived, e.g. ``$.path``). No
+    value is ever guessed: a half-sent ``"amount": 1`` may be the start of ``100``.
     """
 
     index: int
@@ -42,21 +64,73 @@ class Preview:
 
 
 class KeyScanner:
-    """Finds the keys in partial JSON text, incrementally (each character is read once)."""
+    """Finds the keys in partial JSON text, incrementally (each character is read once), and masks secrets.
+
+    ``keys`` lists the JSON paths of the keys seen so far, each once, in order;
+    ``text()`` is the text fed so far with the value of every secret-named key
+    replaced by ``MASK`` (and credential-shaped text masked).
+    """
 
     _OUTSIDE = re.compile(r'[{}\[\]",:]')
     _INSIDE = re.compile(r'["\\]')
+    _VALUE = re.compile(r"\S")
 
-    def __init__(self) -> None:
+    def __init__(self, secret_fields: Iterable[str] = ()) -> None:
+        self.secret_fields = frozenset(secret_fields)
         self.stack: list[list[Any]] = []   # ["{", current key or None, expecting a key] or ["[", index]
+        self.depth = 0                     # the real nesting; ``stack`` holds at most MAX_DEPTH frames
         self.in_string = False
         self.escape = False
         self.is_key = False
         self.key_parts: list[str] = []
         self.keys: list[str] = []
+        self._listed: set[str] = set()
+        self._shown: list[str] = []        # text not yet settled by ``text()``, secret values left out
+        self._clean = ""                   # settled text: secret values and credential shapes masked
+        self._unsettled = ""               # the tail a credential may still be arriving in
+        self._hide_at: int | None = None   # the depth of the object whose secret value is hidden
+        self._secret_key = False           # a secret key arrived: hide from its value's first character
+        self._hidden: list[str] = []       # the secret value arriving now (kept only until it is complete)
+        self._secrets: set[str] = set()    # secret values seen: masked wherever later text repeats them
+        self._forms: list[str] = []        # their spellings, longest first
+        self._flooded = False              # too many secret values to mask cheaply: show no more text
 
-    def feed(self, text: str) -> None:
-        i, n = 0, len(text)
+    def text(self) -> str:
+        """The text so far as a display may show it: secret values masked, credential shapes masked.
+
+        Masking credential shapes is incremental too: text is settled (masked
+        once, never re-read) up to the last character that cannot belong to a
+        credential still arriving; at most ``_UNSETTLED`` characters wait.
+        """
+        if self._flooded:
+            self._shown = []
+            return self._clean + STOPPED
+        if self._shown:
+            pending = self._unsettled + "".join(self._shown)
+            for form in self._forms:                     # complete repeats of a known secret, first
+                pending = pending.replace(form, REDACTED)
+            self._shown = []
+            tail = pending[-_UNSETTLED:]
+            run = _TOKEN_RUN.match(tail[::-1]).end()      # the trailing run a credential may still extend
+            keep = max(run, max(map(len, self._forms), default=1) - 1)   # or a known secret, still arriving
+            settle = max(len(pending) - min(keep, len(tail)), 0)
+            self._clean += scrub(pending[:settle], ())
+            self._unsettled = pending[settle:]
+        return self._clean + self._masked_tail() if self._unsettled else self._clean
+
+    def _masked_tail(self) -> str:
+        """The unsettled tail as shown: a credential or a known secret still arriving is masked too."""
+        tail = scrub(self._unsettled, ())
+        for form in self._forms:
+            for cut in range(min(len(form), len(tail)) - 1, 3, -1):
+                if tail.endswith(form[:cut]):
+                    return tail[:-cut] + REDACTED
+        return tail
+
+    def feed(self, text: str) -> str:
+        """Scan one more fragment; returns what of it a display may show (a secret value starts ``MASK``)."""
+        i, n, start = 0, len(text), 0         # ``start``: where the next shown (or hidden) span begins
+        before = len(self._shown)
         while i < n:
             if self.in_string:
                 if self.escape:
@@ -70,7 +144,7 @@ class KeyScanner:
                 if self.is_key:
                     self.key_parts.append(text[i:end])
                 if not m:
-                    return
+                    break
                 if m.group() == "\\":
                     self.escape = True
                     if self.is_key:
@@ -81,27 +155,62 @@ class KeyScanner:
                         self._key_done()
                 i = end + 1
                 continue
+            if self._secret_key:
+                m = self._VALUE.search(text, i)
+                if not m:
+                    break
+                self._secret_key, i = False, m.start()
+                self._shown += [text[start:i], MASK]
+                self._hide_at, start = self.depth, i
             m = self._OUTSIDE.search(text, i)
             if not m:
-                return
-            self._punct(m.group())
+                break
+            ch = m.group()
+            if self._hide_at is not None and self.depth == self._hide_at and ch in ",}]":
+                self._remember(text[start:m.start()])
+                self._hide_at, start = None, m.start()   # the secret value ended: show from here on
+            self._punct(ch)
             i = m.end()
+        if self._hide_at is None:
+            self._shown.append(text[start:])             # a hidden value's characters are never shown
+        elif not self._flooded:
+            self._hidden.append(text[start:])
+        return "".join(self._shown[before:])
+
+    def _remember(self, last: str) -> None:
+        """A secret value is complete: keep its text values, so free text that repeats them is masked too."""
+        raw, self._hidden = "".join(self._hidden) + last, []
+        if self._flooded:
+            return
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw.strip().strip('"')
+        self._secrets |= secret_values({"secret": value})
+        if len(self._secrets) > MAX_SECRETS_REMEMBERED:
+            self._flooded = True
+        self._forms = sorted({f for secret in self._secrets for f in spellings(secret)}, key=len, reverse=True)
 
     def _punct(self, ch: str) -> None:
-        top = self.stack[-1] if self.stack else None
-        if ch == "{":
-            self.stack.append(["{", None, True])
-        elif ch == "[":
-            self.stack.append(["[", 0])
+        tracked = self.depth == len(self.stack)       # the top frame is the innermost level
+        top = self.stack[-1] if self.stack and tracked else None
+        if ch in "{[":
+            if tracked and self.depth < MAX_DEPTH:
+                self.stack.append(["{", None, True] if ch == "{" else ["[", 0])
+            self.depth += 1
         elif ch in "}]":
-            if self.stack:
-                self.stack.pop()
+            if self.depth:
+                if self.depth == len(self.stack):
+                    self.stack.pop()
+                self.depth -= 1
         elif ch == '"':
             self.in_string = True
             self.is_key = bool(top and top[0] == "{" and top[2])
             self.key_parts = []
         elif ch == ":" and top and top[0] == "{":
             top[2] = False
+            if top[1] is not None and self._hide_at is None and is_secret_name(str(top[1]), self.secret_fields):
+                self._secret_key = True
         elif ch == "," and top:
             if top[0] == "{":
                 top[2] = True
@@ -110,12 +219,15 @@ class KeyScanner:
 
     def _key_done(self) -> None:
         raw = "".join(self.key_parts)
+        self.key_parts = []
         try:
             key = json.loads(f'"{raw}"')
         except ValueError:
             key = raw
         self.stack[-1][1] = key
-        path = tuple(frame[1] for frame in self.stack)
-        pointer = pointer_for(path)
-        if pointer not in self.keys:
+        if self._hide_at is not None:
+            return                                    # keys inside a hidden value are not shown either
+        pointer = pointer_for(tuple(frame[1] for frame in self.stack))
+        if pointer not in self._listed:
+            self._listed.add(pointer)
             self.keys.append(pointer)

@@ -1,23 +1,34 @@
 """Chapter 08: running a round: each call starts when what it waits for is done, and every result is checked.
 
-``run_plan`` executes a ``Plan`` (``toolkit.wire.scheduler``) on a thread pool
-(real concurrency), each call starting as soon as the calls it waits for are
-done. Results come back in call order, one per call, and each is checked
-against its request by ``verify``: a result whose ``call_id`` is not its
-call's id is replaced by a structured ``call_id_mismatch`` failure, never
+``run_plan`` executes a ``Plan`` (``toolkit.wire.scheduler``) on worker
+threads (real concurrency), each call starting as soon as the calls it waits
+for are done. Results come back in call order, one per item, and each is
+checked against its request by ``verify``: a result whose ``call_id`` is not
+its call's id is replaced by a structured ``call_id_mismatch`` failure, never
 passed on (``toolkit.wire.pairing`` is the same check for results gathered any
 other way). ``run_round`` schedules and runs in one step.
+
+Hardening: a call gets at most ``timeout`` seconds (60 unless told). Past it,
+the call's result is ``timeout`` (its outcome is unknown: the tool may still
+finish, so check the record or retry with the same key, never blindly), every
+call waiting for it is cancelled (it may still be using the resource they
+wait for), and the round goes on. Python cannot stop a thread, so the worker
+running a hung tool is *abandoned*: it runs until the tool returns, its late
+result is dropped, and it is a daemon thread, so it does not keep the
+process from exiting. Every other worker has finished when ``run_plan`` returns.
 """
 from __future__ import annotations
 
+import queue
+import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from toolkit.core import ToolCall
+from toolkit.core import MAX_NAME_CHARS, ToolCall, shorten
 from toolkit.core import ToolError
-from toolkit.core import FailureClass, Status, ToolResult
+from toolkit.core import NEXT_STEP, FailureClass, Status, ToolResult
 from toolkit.wire.scheduler import Contracts, Plan, schedule
 
 #: Something that runs one call and returns its result, e.g. ``host.execute``.
@@ -37,8 +48,13 @@ def verify(call: ToolCall, result: Any) -> ToolResult:
     return result
 
 
+def _tool(call: ToolCall) -> str:
+    """Where a round's own errors point: ``tool <name>``, the name cut to ``MAX_NAME_CHARS``."""
+    return f"tool {shorten(str(call.name), MAX_NAME_CHARS)}"
+
+
 def _failure(call: ToolCall, code: str, message: str, received: Any = None, hint: str = "") -> ToolResult:
-    error = ToolError(code, f"tool {call.name}", message, expected=call.call_id if code == "call_id_mismatch" else None,
+    error = ToolError(code, _tool(call), message, expected=call.call_id if code == "call_id_mismatch" else None,
                       received=received, hint=hint, retryable=False)
     return ToolResult(call.call_id, Status.FAILED, failure_class=FailureClass.EXECUTION, reason=code, errors=(error,))
 
@@ -65,6 +81,19 @@ class RoundReport:
     def by_id(self) -> dict[str, ToolResult]:
         return {r.call_id: r for r in self.results}
 
+    def answers(self) -> list[ToolResult]:
+        """What goes back to the model: one result per id it used, in call order.
+
+        Calls that shared an id were refused alike, so one refusal answers the
+        id; an item filed under a placeholder id answers nothing the model asked.
+        """
+        out, seen = [], set()
+        for position, result in enumerate(self.results):
+            if position not in self.plan.anonymous and result.call_id not in seen:
+                seen.add(result.call_id)
+                out.append(result)
+        return out
+
     def rows(self) -> list[dict[str, Any]]:
         """Deterministic per-call rows (no clock values): call id, wave, status, reason."""
         waves = {s.position: s.wave for s in self.plan.steps}
@@ -85,63 +114,101 @@ def _attempt(call: ToolCall, execute: Execute, t0: float) -> tuple[ToolResult, T
     start = time.perf_counter() - t0
     try:
         result = verify(call, execute(call))
-    except Exception as exc:  # one broken call must not sink the round
+    except BaseException as exc:  # one broken call must not sink the round (nor leave it waiting)
         result = _failure(call, "execution_failed", f"the tool raised {type(exc).__name__}", type(exc).__name__)
     return result, Timing(call.call_id, start, time.perf_counter() - t0)
 
 
-def _cancelled(call: ToolCall, blocker: str) -> ToolResult:
-    error = ToolError("cancelled", f"tool {call.name}", f"not run: {blocker} failed and this call waits for it",
-                      expected=f"{blocker} to succeed", received="failed", retryable=True)
+def _cancelled(call: ToolCall, blocker: str, why: str = "failed") -> ToolResult:
+    error = ToolError("cancelled", _tool(call), f"not run: {blocker} {why} and this call waits for it",
+                      expected=f"{blocker} to succeed", received=why, retryable=True)
     return ToolResult(call.call_id, Status.CANCELLED, failure_class=FailureClass.EXECUTION, reason="cancelled",
                       errors=(error,))
 
 
-def run_plan(plan: Plan, execute: Execute, *, max_workers: int = 8, cancel_dependents: bool = False) -> RoundReport:
-    """Run a plan on a thread pool; every call gets exactly one verified result, in call order.
+def _timed_out(call: ToolCall, timeout: float) -> ToolResult:
+    error = ToolError("timeout", _tool(call), f"no result within {timeout:g} s; the call may still finish",
+                      expected=f"a result within {timeout:g} s", received="no result",
+                      hint=NEXT_STEP[Status.TIMEOUT], retryable=False)
+    return ToolResult(call.call_id, Status.TIMEOUT, failure_class=FailureClass.TIMEOUT, reason="timeout",
+                      errors=(error,))
 
-    A call starts as soon as every call it waits for has finished. With
-    ``cancel_dependents=True``, a call that waits for a call that did not
-    succeed is not run and gets a ``cancelled`` result instead.
+
+def run_plan(plan: Plan, execute: Execute, *, max_workers: int = 8, cancel_dependents: bool = False,
+             timeout: float | None = 60.0) -> RoundReport:
+    """Run a plan on worker threads; every item gets exactly one verified result, in call order.
+
+    A call starts as soon as every call it waits for has finished, at most
+    ``max_workers`` at a time. With ``cancel_dependents=True``, a call that
+    waits for a call that did not succeed is not run and gets a ``cancelled``
+    result instead; a call that waits for one that timed out is always
+    cancelled. ``timeout`` (seconds per call, None for none) is described in
+    the module docstring.
     """
     results: dict[int, ToolResult] = dict(plan.refused)
     timings: dict[int, Timing] = {}
     order: list[str] = []
     by_id = {s.call.call_id: s for s in plan.steps}
+    steps = {s.position: s for s in plan.steps}
     waiting = {s.position: {by_id[c].position for c, _ in s.waits_for} for s in plan.steps}
     dependents: dict[int, list[int]] = {s.position: [] for s in plan.steps}
     for position, needs in waiting.items():
         for need in needs:
             dependents[need].append(position)
-    steps = {s.position: s for s in plan.steps}
+    ready = deque(p for p, needs in waiting.items() if not needs)
+    finished: queue.SimpleQueue[tuple[int, ToolResult, Timing]] = queue.SimpleQueue()
+    running: dict[int, float] = {}            # position -> deadline (perf_counter seconds)
+    timed_out: set[int] = set()
     t0 = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
-        running: dict[Future, int] = {}
 
-        def release(position: int) -> None:
-            """``position`` is done: start (or cancel) every call that was waiting only for it."""
-            for later in dependents[position]:
-                waiting[later].discard(position)
-                if waiting[later]:
-                    continue
-                blocker = next((cid for cid, _ in steps[later].waits_for
-                                if not results[by_id[cid].position].ok), None) if cancel_dependents else None
-                if blocker is not None:
-                    results[later] = _cancelled(steps[later].call, blocker)
-                    release(later)
-                else:
-                    running[pool.submit(_attempt, steps[later].call, execute, t0)] = later
+    def worker(position: int) -> None:
+        finished.put((position, *_attempt(steps[position].call, execute, t0)))
 
-        for position, needs in waiting.items():
-            if not needs:
-                running[pool.submit(_attempt, steps[position].call, execute, t0)] = position
-        while running:
-            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
-            for future in sorted(done, key=lambda f: running[f]):
-                position = running.pop(future)
-                results[position], timings[position] = future.result()
-                order.append(steps[position].call.call_id)
-                release(position)
+    def settle(position: int, result: ToolResult) -> None:
+        """``position`` has its result: start (or cancel) every call that was waiting only for it."""
+        results[position] = result
+        order.append(steps[position].call.call_id)
+        for later in dependents[position]:
+            waiting[later].discard(position)
+            if waiting[later]:
+                continue
+            waited = [cid for cid, _ in steps[later].waits_for]
+            late = next((cid for cid in waited if by_id[cid].position in timed_out), None)
+            failed = next((cid for cid in waited if not results[by_id[cid].position].ok), None) \
+                if cancel_dependents else None
+            if late is not None or failed is not None:
+                settle(later, _cancelled(steps[later].call, late or failed, "timed out" if late else "failed"))
+            else:
+                ready.append(later)
+
+    workers: dict[int, threading.Thread] = {}
+    started: dict[int, float] = {}
+    while ready or running:
+        while ready and len(running) < max(1, max_workers):
+            position = ready.popleft()
+            started[position] = time.perf_counter()
+            running[position] = started[position] + timeout if timeout is not None else float("inf")
+            workers[position] = threading.Thread(target=worker, args=(position,), daemon=True,
+                                                 name=f"toolkit-call-{position}")
+            workers[position].start()
+        wait = min(running.values()) - time.perf_counter()
+        try:
+            position, result, timing = finished.get(timeout=None if wait == float("inf") else max(0.0, wait))
+        except queue.Empty:
+            now = time.perf_counter()
+            for position in [p for p, deadline in running.items() if deadline <= now]:
+                del running[position]                 # abandoned: its late result, if any, is dropped
+                timed_out.add(position)
+                timings[position] = Timing(steps[position].call.call_id, started[position] - t0, now - t0)
+                settle(position, _timed_out(steps[position].call, timeout or 0.0))
+            continue
+        if position in running:
+            del running[position]
+            timings[position] = timing
+            settle(position, result)
+    for position, thread in workers.items():
+        if position not in timed_out:
+            thread.join()                             # it has put its result already: this returns at once
     elapsed = time.perf_counter() - t0
     ordered = tuple(results[i] for i in range(plan.size))
     return RoundReport(plan, ordered, tuple(timings[i] for i in sorted(timings)), tuple(order), elapsed)

@@ -7,6 +7,11 @@ cannot trust raises ``StreamBroken``, which carries a structured
 ``stream_invalid`` error so the reader can refuse every call instead of
 guessing. What the events *mean* is each vendor reader's business
 (``toolkit.wire.vendor_streams``).
+
+Hardening: one event's data may hold at most ``MAX_EVENT_BYTES`` bytes
+(``toolkit.core.limits``), and so may one line, give or take its field name;
+a body that passes either is refused as soon as it does, so memory stays
+bounded whatever a server sends. Errors never echo the body's text.
 """
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from toolkit.core import ToolError
+from toolkit.core import MAX_EVENT_BYTES, ToolError, scrub, shorten
 
 __all__ = ["SSEDecoder", "SSEEvent", "StreamBroken"]
 
@@ -44,6 +49,13 @@ class StreamBroken(Exception):
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
+#: How much longer than an event's data one line may be: room for its field name and colon.
+_FIELD_ROOM = 64
+
+
+def _size(text: str) -> int:
+    """The UTF-8 size of ``text`` in bytes (lone surrogates count as three, as they would be sent)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 class SSEDecoder:
@@ -54,11 +66,12 @@ class SSEDecoder:
     deliberate strictness: a field other than ``data``, ``event``, ``id`` or
     ``retry`` (an HTML error page, say) breaks the stream instead of being
     ignored. Bytes are decoded as UTF-8 incrementally, so a character split
-    across chunks is fine and invalid UTF-8 breaks the stream.
+    across chunks is fine and invalid UTF-8 breaks the stream. An event whose
+    data passes ``max_event_bytes`` (or a line that passes it) breaks the stream.
     """
 
-    def __init__(self, max_line_chars: int = 16 * 1024 * 1024):
-        self.max_line_chars = max_line_chars
+    def __init__(self, max_event_bytes: int = MAX_EVENT_BYTES):
+        self.max_event_bytes = max_event_bytes
         self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
         self._partial: list[str] = []
         self._partial_size = 0
@@ -66,6 +79,7 @@ class SSEDecoder:
         self._started = False
         self._event = ""
         self._data: list[str] = []
+        self._data_size = 0
         self.dispatched = 0
         self.lines = 0
 
@@ -88,24 +102,35 @@ class SSEDecoder:
             if chunk.startswith("\n"):
                 chunk = chunk[1:]
         self._after_cr = chunk.endswith("\r")
-        pieces = _LINE_END.split(chunk)
         events: list[SSEEvent] = []
+        pieces = _LINE_END.split(chunk)
+        room = self.max_event_bytes + _FIELD_ROOM
         for piece in pieces[:-1]:
-            self._partial.append(piece)
-            line = "".join(self._partial)
-            self._partial, self._partial_size = [], 0
-            self._line(line, events)
-        if pieces[-1]:
-            self._partial.append(pieces[-1])
-            self._partial_size += len(pieces[-1])
-            if self._partial_size > self.max_line_chars:
-                raise StreamBroken(stream_invalid(f"line {self.lines + 1}",
-                                                  f"a line passed {self.max_line_chars} characters"))
+            if self._partial or len(piece) * 4 > room:  # only a long line needs its size in bytes
+                self._grow_line(piece)
+                piece = "".join(self._partial)
+                self._partial, self._partial_size = [], 0
+            self._line(piece, events)
+        self._grow_line(pieces[-1])
         return events
 
     def pending(self) -> bool:
         """True when the body so far ends in the middle of a line or an event (it was cut)."""
         return bool(self._partial or self._data or self._event)
+
+    def _grow_line(self, piece: str) -> None:
+        if not piece:
+            return
+        self._partial_size += _size(piece)
+        if self._partial_size > self.max_event_bytes + _FIELD_ROOM:
+            raise StreamBroken(self._too_large(f"line {self.lines + 1}", "one line"))
+        self._partial.append(piece)
+
+    def _too_large(self, where: str, what: str) -> ToolError:
+        cap = self.max_event_bytes
+        return ToolError("too_large", where, f"{what} passed the cap of {cap} bytes for one event (MAX_EVENT_BYTES)",
+                         expected=f"at most {cap} bytes of data in one event", received=f"more than {cap}",
+                         hint="nothing was run; ask for smaller calls")
 
     def _line(self, line: str, events: list[SSEEvent]) -> None:
         self.lines += 1
@@ -113,7 +138,7 @@ class SSEDecoder:
             if self._data:
                 self.dispatched += 1
                 events.append(SSEEvent(self._event, "\n".join(self._data), self.dispatched))
-            self._event, self._data = "", []
+            self._event, self._data, self._data_size = "", [], 0
             return
         if line.startswith(":"):
             return
@@ -121,11 +146,15 @@ class SSEDecoder:
         if value.startswith(" "):
             value = value[1:]
         if name == "data":
+            self._data_size += (len(value) if value.isascii() else _size(value)) + bool(self._data)  # + the newline
+            if self._data_size > self.max_event_bytes:
+                raise StreamBroken(self._too_large(f"event {self.dispatched + 1}", "the event's data"))
             self._data.append(value)
         elif name == "event":
-            self._event = value
+            self._event = shorten(value, 64)
         elif name in ("id", "retry"):
             return
         else:
-            raise StreamBroken(stream_invalid(f"line {self.lines}", f"not a server-sent-event field: {name[:30]!r}",
-                                              line[:60]))
+            shown = shorten(scrub(name, ()), 30)
+            raise StreamBroken(stream_invalid(f"line {self.lines}", f"not a server-sent-event field: {shown!r}",
+                                              f"a line of {len(line)} characters"))

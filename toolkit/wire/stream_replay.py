@@ -8,6 +8,11 @@ arriving, and the calls or refusals made final so far. Before the completion
 event nothing is executable; only after it are there ``ToolCall`` objects
 (or, for a cut stream, refusals). ``describe_chunk`` says in one line what a
 chunk carried. Both read the body with the same ``SSEDecoder`` the readers use.
+
+What is described is shown, so it is masked as a preview is
+(``toolkit.wire.preview``): an argument fragment that belongs to a
+secret-named field's value is shown as ``"[redacted]"`` (or not at all), and
+credential-shaped text is masked in fragments, assistant text and unreadable chunks.
 """
 from __future__ import annotations
 
@@ -16,9 +21,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from toolkit.core import ToolCall, shorten
+from toolkit.core import ToolCall, scrub, shorten
 from toolkit.wire.completion import Refusal
-from toolkit.wire.preview import Preview
+from toolkit.wire.preview import KeyScanner, Preview
 from toolkit.wire.recorded import fixture
 from toolkit.wire.sse import SSEDecoder, SSEEvent, StreamBroken
 from toolkit.wire.vendor_streams import AnthropicStream, OpenAIStream
@@ -64,14 +69,15 @@ def replay(name: str, body: str | None = None) -> tuple[str, list[str], list[Mom
     chunks = split_events(text)
     reader = AnthropicStream() if vendor == "anthropic" else OpenAIStream()
     seen: dict[int, tuple[Any, Any]] = {}
+    scanners: dict[Any, KeyScanner] = {}
     final: list[ToolCall | Refusal] = []
     moments = [Moment(0, "", (), (), False, None, "")]
     for position, chunk in enumerate(chunks, 1):
         final += reader.feed(chunk)
         if position == len(chunks):
             final += reader.end()        # the body is over: no completion signal now means none at all
-        moments.append(Moment(position, describe_chunk(vendor, chunk, seen), tuple(reader.previews()),
-                              tuple(final), reader.done, reader.stop_reason, reader.text))
+        moments.append(Moment(position, describe_chunk(vendor, chunk, seen, scanners), tuple(reader.previews()),
+                              tuple(final), reader.done, reader.stop_reason, scrub(reader.text, ())))
     return vendor, chunks, moments
 
 
@@ -108,38 +114,56 @@ def split_events(body: str) -> list[str]:
 
 
 def _quoted(text: Any, limit: int = 40) -> str:
-    shown = repr(text)
+    shown = repr(scrub(text, ()) if isinstance(text, str) else text)
     return shorten(shown, limit, "..." + shown[0])   # keep the quote it opened
 
 
-def describe_chunk(vendor: str, chunk: str, seen: dict[int, tuple[Any, Any]]) -> str:
+def describe_chunk(vendor: str, chunk: str, seen: dict[int, tuple[Any, Any]],
+                   scanners: dict[Any, KeyScanner] | None = None) -> str:
     """One line saying what a chunk carried, e.g. ``call #0 arguments += '{"pa'``.
 
     ``seen`` maps call index -> (id, name) already received; it is updated, so a
     server that repeats the id and name in every chunk is described as repeating.
-    Never raises: an unreadable chunk, or one that stops before its event ends
-    (the tail of a cut body), is described as such.
+    ``scanners`` (call index -> ``KeyScanner``, updated too) carries what earlier
+    fragments said, so a fragment of a secret-named field's value is masked even
+    when its key came in an earlier chunk. Never raises: an unreadable chunk, or
+    one that stops before its event ends (the tail of a cut body), is described as such.
     """
     decoder = SSEDecoder()
+    scanners = {} if scanners is None else scanners
     try:
         events = decoder.feed(chunk)
         if decoder.pending():
             return f"event cut short {_quoted(chunk.strip(), 30)}"
-        return "; ".join(_describe_event(vendor, event, seen) for event in events) or "(nothing about calls)"
+        return "; ".join(_describe_event(vendor, event, seen, scanners) for event in events) or \
+            "(nothing about calls)"
     except (StreamBroken, ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError):
         return f"unreadable chunk {_quoted(chunk.strip(), 30)}"
 
 
-def _describe_event(vendor: str, event: SSEEvent, seen: dict[int, tuple[Any, Any]]) -> str:
+def _describe_event(vendor: str, event: SSEEvent, seen: dict[int, tuple[Any, Any]],
+                    scanners: dict[Any, KeyScanner]) -> str:
     if event.data.strip() == "[DONE]":
         return "[DONE]"
     payload = json.loads(event.data) if event.data else {}
     if vendor == "openai":
-        return _describe_openai(payload, seen)
-    return _describe_anthropic(event.event, payload, seen)
+        return _describe_openai(payload, seen, scanners)
+    return _describe_anthropic(event.event, payload, seen, scanners)
 
 
-def _describe_openai(payload: dict, seen: dict[int, tuple[Any, Any]]) -> str:
+def _shown(scanners: dict[Any, KeyScanner], index: Any, fragment: Any) -> str:
+    """What of an argument fragment a display may show, read in the context of the call's earlier fragments."""
+    if not isinstance(fragment, str):
+        return _quoted(fragment)
+    if not isinstance(index, int) or isinstance(index, bool):
+        index = repr(index)
+    scanner = scanners.get(index)
+    if scanner is None:
+        scanner = scanners[index] = KeyScanner()
+    return _quoted(scanner.feed(fragment))
+
+
+def _describe_openai(payload: dict, seen: dict[int, tuple[Any, Any]], scanners: dict[Any, KeyScanner]) -> str:
     parts: list[str] = []
     for choice in payload.get("choices", []):
         delta = choice.get("delta") or {}
@@ -156,7 +180,7 @@ def _describe_openai(payload: dict, seen: dict[int, tuple[Any, Any]]) -> str:
                     seen[index] = ident
                     parts.append(f"call #{index} starts: {ident[1]} (id {ident[0]})")
             if function.get("arguments"):
-                parts.append(f"call #{index} arguments += {_quoted(function['arguments'])}")
+                parts.append(f"call #{index} arguments += {_shown(scanners, index, function['arguments'])}")
         if choice.get("finish_reason") is not None:
             parts.append(f"finish_reason {choice['finish_reason']!r}")
     if "error" in payload:
@@ -164,7 +188,8 @@ def _describe_openai(payload: dict, seen: dict[int, tuple[Any, Any]]) -> str:
     return "; ".join(parts) or "(nothing about calls)"
 
 
-def _describe_anthropic(event: str, payload: dict, seen: dict[int, tuple[Any, Any]]) -> str:
+def _describe_anthropic(event: str, payload: dict, seen: dict[int, tuple[Any, Any]],
+                        scanners: dict[Any, KeyScanner]) -> str:
     kind = payload.get("type", event)
     index = payload.get("index")
     if kind == "content_block_start":
@@ -176,7 +201,7 @@ def _describe_anthropic(event: str, payload: dict, seen: dict[int, tuple[Any, An
     if kind == "content_block_delta":
         delta = payload.get("delta") or {}
         if delta.get("type") == "input_json_delta":
-            return f"block #{index} arguments += {_quoted(delta.get('partial_json'))}"
+            return f"block #{index} arguments += {_shown(scanners, index, delta.get('partial_json'))}"
         if delta.get("type") == "text_delta":
             return f"block #{index} text += {_quoted(delta.get('text'))}"
         return f"block #{index} {delta.get('type')}"

@@ -6,6 +6,11 @@ every event's shape, and feed what it carries to an ``Assembler``
 (``toolkit.wire.assembly``). They never raise on bad data: a body they cannot
 trust refuses every call in it. ``openai_stream`` / ``anthropic_stream`` wrap
 them as generators.
+
+Hardening: the caps are the assembler's and the decoder's (``MAX_OPEN_CALLS``
+calls, ``MAX_EVENT_BYTES`` per event); an Anthropic message may also open at
+most ``MAX_OPEN_CALLS`` content blocks of any kind. A refusal never echoes an
+event's text, which may hold arguments.
 """
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import json
 from typing import Any, Iterator
 
 from toolkit.core import schema
+from toolkit.core import MAX_OPEN_CALLS
 from toolkit.core import ToolCall
 from toolkit.core import ToolError
 from toolkit.wire.assembly import Assembler
@@ -20,6 +26,7 @@ from toolkit.wire.completion import Refusal, stream_incomplete
 from toolkit.wire.ids import IdMap
 from toolkit.wire.preview import Preview
 from toolkit.wire.sse import SSEDecoder, SSEEvent, StreamBroken, stream_invalid
+from toolkit.wire.stream_guards import over_cap, shown_value
 
 
 def _chunks(body: Any) -> Iterator[Any]:
@@ -67,6 +74,9 @@ class _VendorStream:
                 out += self._event(event)
                 if self.done:
                     break
+                if self.assembler.broken is not None:     # a cap was passed: stop reading at once
+                    out += self._break(self.assembler.broken)
+                    break
         except StreamBroken as broken:
             out += self._break(broken.error)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError) as exc:  # odd shapes
@@ -95,7 +105,7 @@ class _VendorStream:
             data = json.loads(event.data)
         except ValueError:
             raise StreamBroken(stream_invalid(f"event {event.number}", "the event's data is not JSON",
-                                              event.data[:60])) from None
+                                              f"{len(event.data)} characters of text")) from None
         if not isinstance(data, dict):
             raise StreamBroken(stream_invalid(f"event {event.number}", "the event's data is not a JSON object",
                                               schema.json_type(data)))
@@ -107,7 +117,7 @@ class _VendorStream:
 
 def _index(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise StreamBroken(stream_invalid(where, "index must be a non-negative integer", value))
+        raise StreamBroken(stream_invalid(where, "index must be a non-negative integer", shown_value(value)))
     return value
 
 
@@ -166,6 +176,7 @@ class OpenAIStream(_VendorStream):
             reason = choice.get("finish_reason")
             if reason is not None:
                 out += self._finish(_text_or_none(reason, f"event {event.number}.finish_reason"))
+                break                        # the round is over: nothing after its completion signal counts
         return out
 
 
@@ -192,7 +203,8 @@ class AnthropicStream(_VendorStream):
         kind = data.get("type")
         where = f"event {event.number}"
         if event.event and kind != event.event:
-            raise StreamBroken(stream_invalid(where, f"event name {event.event!r} does not match data type {kind!r}"))
+            raise StreamBroken(stream_invalid(where, f"event name {event.event!r} does not match data type "
+                                                     f"{shown_value(kind)!r}"))
         if kind == "error":
             error = data.get("error") if isinstance(data.get("error"), dict) else {}
             kind = str(error.get("type", "error"))[:40]
@@ -203,7 +215,10 @@ class AnthropicStream(_VendorStream):
             if index in self.blocks or not isinstance(block, dict):
                 raise StreamBroken(stream_invalid(f"{where}.index", "block started twice or has no content_block",
                                                   index))
-            self.blocks[index] = str(block.get("type"))
+            if len(self.blocks) >= MAX_OPEN_CALLS:
+                raise StreamBroken(over_cap(f"{where}.index", "the content blocks in this message", "MAX_OPEN_CALLS",
+                                            MAX_OPEN_CALLS, "blocks"))
+            self.blocks[index] = str(shown_value(block.get("type")))
             if block.get("type") == "tool_use":
                 if block.get("input") not in (None, {}):
                     raise StreamBroken(stream_invalid(f"{where}.content_block.input",
@@ -217,13 +232,13 @@ class AnthropicStream(_VendorStream):
             if self.blocks[index] == "tool_use":
                 if dtype != "input_json_delta":
                     raise StreamBroken(stream_invalid(f"{where}.delta.type",
-                                                      "a tool_use block takes input_json_delta", dtype))
+                                                      "a tool_use block takes input_json_delta", shown_value(dtype)))
                 self.assembler.add(index, arguments=_text_or_none(delta.get("partial_json"), f"{where}.partial_json"))
             elif dtype == "text_delta":
                 self._text.append(_text_or_none(delta.get("text"), f"{where}.text") or "")
             elif dtype not in self._IGNORED_DELTAS:
-                raise StreamBroken(stream_invalid(f"{where}.delta.type",
-                                                  f"unexpected delta for a {self.blocks[index]} block", dtype))
+                raise StreamBroken(stream_invalid(f"{where}.delta.type", f"unexpected delta for a "
+                                                  f"{self.blocks[index]} block", shown_value(dtype)))
         elif kind == "content_block_stop":
             index = _index(data.get("index"), f"{where}.index")
             if index not in self.blocks:

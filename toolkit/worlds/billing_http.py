@@ -8,24 +8,31 @@ It listens on 127.0.0.1 only and speaks a few routes:
     GET  /invoices                      every invoice, oldest first
     GET  /invoices?idempotency_key=K    the invoice first recorded for K, or 404
 
+Requests are served concurrently, one thread each, so a client that opens a
+socket and says nothing holds only its own thread, for at most
+``IDLE_TIMEOUT`` seconds; at most ``MAX_CONNECTIONS`` are served at once, and
+one more is answered 503 at once instead of waiting in line. Every request that
+reaches a handler gets a JSON answer, an unexpected error included (500).
+
 ``start`` runs it in a child process and returns a ``BillingProcess``, a
-context manager that stops the process on exit. The logic behind the routes
-is ``toolkit.worlds.billing_service.BillingService``.
+context manager that stops the process on exit (SIGTERM, then SIGKILL if it
+does not go) and closes its pipe. The logic behind the routes is
+``toolkit.worlds.billing_service.BillingService``; the client that talks to it
+is ``toolkit.worlds.billing_client.BillingClient``.
 """
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
-import socket
 import sys
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, HTTPServer
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
-from toolkit.core import Status, ToolError, ToolFailure
+from toolkit.core import ToolError
 from toolkit.worlds.billing_service import BillingService
 from toolkit.worlds.catalog import CREATE_INVOICE
 from toolkit.worlds.children import process_context, reap
@@ -34,6 +41,10 @@ from toolkit.worlds.children import process_context, reap
 MAX_BODY = 64 * 1024
 #: The only address the service binds to.
 LOOPBACK = "127.0.0.1"
+#: Seconds a client may keep a socket open without finishing its request.
+IDLE_TIMEOUT = 5.0
+#: Connections served at once; one more gets an immediate 503 (nothing was created).
+MAX_CONNECTIONS = 32
 
 
 def _error_body(code: str, message: str) -> dict[str, Any]:
@@ -42,8 +53,21 @@ def _error_body(code: str, message: str) -> dict[str, Any]:
 
 class _Handler(BaseHTTPRequestHandler):
     server_version = "billing/1"
-    timeout = 5  # seconds a client may take to send its request; a cut stream cannot hold the service
+    timeout = IDLE_TIMEOUT  # seconds a client may take to send its request; a cut stream holds one thread only
     server: "BillingServer"
+
+    def handle_one_request(self) -> None:
+        """One request; an error in a route still gets a JSON answer if the socket is there to take it."""
+        try:
+            super().handle_one_request()
+        except OSError:
+            self.close_connection = True     # the socket went away or timed out: nobody to answer
+        except Exception:
+            self.close_connection = True
+            try:
+                self._reply(500, _error_body("service_error", "the billing service failed; nothing was created"))
+            except OSError:
+                pass
 
     def log_message(self, format: str, *args: Any) -> None:  # keep stderr quiet
         return
@@ -79,20 +103,55 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(200, {"invoices": self.server.billing.invoices()})
 
 
-class BillingServer(HTTPServer):
-    """An HTTP server on 127.0.0.1 carrying one ``BillingService``."""
+class BillingServer(ThreadingHTTPServer):
+    """An HTTP server on 127.0.0.1 carrying one ``BillingService``, one thread per request."""
+
+    daemon_threads = False   # ``server_close()`` (leaving a ``with`` block) waits for every handler thread,
+    block_on_close = True    # each bounded by ``IDLE_TIMEOUT``
+    request_queue_size = 2 * MAX_CONNECTIONS   # the listen backlog: a burst is accepted, then served or refused
 
     def __init__(self, billing: BillingService, port: int = 0):
         self.billing = billing
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         super().__init__((LOOPBACK, port), _Handler)
 
     @property
     def port(self) -> int:
         return self.server_address[1]
 
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Serve in a thread if a slot is free; else answer 503 now and close."""
+        if not self._slots.acquire(blocking=False):
+            _refuse_busy(request)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A broken connection ends that request only; no traceback on stderr."""
         return
+
+
+def _refuse_busy(request: Any) -> None:
+    body = json.dumps(_error_body("busy", "the billing service is serving too many connections; nothing was "
+                                          "created"), sort_keys=True).encode("utf-8")
+    head = (f"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode("ascii")
+    try:
+        request.settimeout(1.0)
+        request.sendall(head + body)
+    except OSError:
+        pass
 
 
 def serve(path: str | Path, *, port: int = 0, honour_keys: bool = False,
@@ -107,8 +166,20 @@ def serve(path: str | Path, *, port: int = 0, honour_keys: bool = False,
         server.server_close()
 
 
-def _serve_child(path: str, honour_keys: bool, notify: Callable[[str], None] | None, pipe: Any) -> None:
-    serve(path, honour_keys=honour_keys, notify=notify, ready=pipe.send)
+def _serve_child(path: str, honour_keys: bool, notify: Callable[[str], None] | None, pipe: Any,
+                 other_end: Any = None) -> None:
+    """The child's side: close the end it inherited and does not use, say the port once, then close the pipe."""
+    if other_end is not None:
+        other_end.close()
+
+    def ready(port: int) -> None:
+        pipe.send(port)
+        pipe.close()
+
+    try:
+        serve(path, honour_keys=honour_keys, notify=notify, ready=ready)
+    except Exception:         # could not open its books or its port: the parent hears EOF and says so
+        sys.exit(1)
 
 
 @dataclass
@@ -117,9 +188,15 @@ class BillingProcess:
 
     process: Any
     port: int
+    exitcode: int | None = None   # set by ``stop()``
 
-    def stop(self) -> None:
-        reap(self.process, 5, terminate=True)
+    def stop(self, wait: float = 5) -> None:
+        """SIGTERM, then SIGKILL if it is still there after ``wait`` s; then the process object's handles close."""
+        if self.exitcode is not None:
+            return
+        reap(self.process, wait, terminate=True)
+        self.exitcode = self.process.exitcode
+        self.process.close()
 
     def __enter__(self) -> "BillingProcess":
         return self
@@ -139,65 +216,21 @@ def start(path: str | Path, *, honour_keys: bool = False, notify: Callable[[str]
     ctx = process_context(context)
     CREATE_INVOICE.validator  # compile the schema here once, not in every forked child
     receive, send = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_serve_child, args=(str(path), honour_keys, notify, send), daemon=True)
-    process.start()
-    send.close()
+    process = ctx.Process(target=_serve_child, args=(str(path), honour_keys, notify, send, receive), daemon=True)
+    try:
+        process.start()
+    finally:
+        send.close()
     try:
         if not receive.poll(10):
             raise EOFError
         port = receive.recv()
-    except EOFError:
+    except (EOFError, OSError):
         reap(process, 5, terminate=True)
         raise RuntimeError("the billing service did not start") from None
     finally:
         receive.close()
     return BillingProcess(process, port)
-
-
-class BillingClient:
-    """Talks to a billing service on 127.0.0.1.
-
-    ``create_invoice`` returns the invoice, or raises ``ToolFailure``: rejected
-    when the service refused (nothing was created), recoverable when it could
-    not be reached (nothing was sent), timeout when the request may have
-    arrived but no answer came back (the outcome is unknown).
-    """
-
-    def __init__(self, port: int, timeout: float = 5.0):
-        self.port, self.timeout = int(port), timeout
-
-    def _request(self, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
-        connection = http.client.HTTPConnection(LOOPBACK, self.port, timeout=self.timeout)
-        try:
-            try:
-                connection.connect()
-            except ConnectionRefusedError:
-                raise ToolFailure(Status.RECOVERABLE_FAILURE, "unreachable", "the billing service is not listening")
-            try:
-                data = None if body is None else json.dumps(body).encode("utf-8")
-                connection.request(method, path, body=data, headers={"Content-Type": "application/json"})
-                response = connection.getresponse()
-                return response.status, json.loads(response.read() or b"{}")
-            except (socket.timeout, OSError, http.client.HTTPException, ValueError):
-                raise ToolFailure(Status.TIMEOUT, "timeout", "no usable answer from billing; the outcome is unknown")
-        finally:
-            connection.close()
-
-    def create_invoice(self, arguments: dict) -> dict[str, Any]:
-        status, body = self._request("POST", "/invoices", arguments)
-        if status == 503:
-            raise ToolFailure(Status.RECOVERABLE_FAILURE, "busy", "billing was busy; nothing was created")
-        if status >= 400:
-            error = (body.get("errors") or [{}])[0]
-            raise ToolFailure(Status.REJECTED, error.get("code", "rejected"), error.get("message", "refused"))
-        return body
-
-    def find(self, key: str) -> dict[str, Any] | None:
-        status, body = self._request("GET", "/invoices?idempotency_key=" + quote(key, safe=""))
-        return body if status == 200 else None
-
-    def invoices(self) -> list[dict[str, Any]]:
-        return self._request("GET", "/invoices")[1]["invoices"]
 
 
 def billing_main(argv: list[str] | None = None) -> int:
@@ -219,8 +252,8 @@ def billing_main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["BillingClient", "BillingProcess", "BillingServer", "LOOPBACK", "MAX_BODY", "billing_main", "serve",
-           "start"]
+__all__ = ["BillingProcess", "BillingServer", "IDLE_TIMEOUT", "LOOPBACK", "MAX_BODY",
+           "MAX_CONNECTIONS", "billing_main", "serve", "start"]
 
 
 if __name__ == "__main__":

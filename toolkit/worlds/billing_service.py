@@ -7,21 +7,31 @@ refused). Without it, every request that passes validation creates a new
 invoice: this is the billing service of the duplicate-invoice trace.
 
 ``BillingService`` wraps the rule in one transaction per request and answers
-with an HTTP status and a JSON body; ``toolkit.worlds.billing_http`` serves it
-from its own process on 127.0.0.1.
+with an HTTP status and a JSON body, never with an exception: an amount too
+large to book is a 400, a database that stays locked is a 503, anything else a
+500, and each says that nothing was created. ``toolkit.worlds.billing_http``
+serves it from its own process on 127.0.0.1, one thread per request: the
+service's own connection belongs to the thread that made it, and every other
+thread opens its own for one request (SQLite's write lock, taken by
+``BEGIN IMMEDIATE``, keeps the invoice numbers in order).
 """
 from __future__ import annotations
 
+import math
 import sqlite3
+import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-from toolkit.core import Status, ToolError, ToolFailure, parse_arguments, schema_errors
+from toolkit.core import Status, ToolError, ToolFailure, parse_arguments, schema_errors, scrub_error, secret_values
 from toolkit.effects import connect, fingerprint, transaction
 from toolkit.worlds.catalog import CREATE_INVOICE
 
 #: The number of the first invoice (the chapter's trace starts at INV-9).
 FIRST_NUMBER = 9
+#: The largest amount the service books; larger (or not finite) is refused, never turned into a float that overflows.
+MAX_AMOUNT = 10**9
 
 INVOICES_SCHEMA = """
 CREATE TABLE IF NOT EXISTS invoices (
@@ -90,10 +100,22 @@ def check_invoice(raw: Any) -> tuple[dict | None, list[ToolError]]:
     if errors:
         return None, errors
     errors = schema_errors(CREATE_INVOICE.validator, arguments)
-    if not errors and arguments["amount"] <= 0:
-        errors = [ToolError("range", "$.amount", "amount must be greater than 0", expected="> 0",
-                            received=arguments["amount"], retryable=False)]
-    return (None, errors) if errors else (arguments, [])
+    if not errors:
+        errors = _amount_errors(arguments["amount"])
+    secrets = secret_values(arguments)           # a secret sent in one field is masked wherever it is echoed
+    return (None, [scrub_error(e, secrets) for e in errors]) if errors else (arguments, [])
+
+
+def _amount_errors(amount: Any) -> list[ToolError]:
+    """An amount is booked only if it is greater than 0 and at most ``MAX_AMOUNT`` (and so fits a float)."""
+    if amount <= 0:
+        return [ToolError("range", "$.amount", "amount must be greater than 0", expected="> 0",
+                          received=amount, retryable=False)]
+    if amount > MAX_AMOUNT or not math.isfinite(amount):
+        shown = f"a number of {len(str(int(amount)))} digits" if isinstance(amount, int) else str(amount)
+        return [ToolError("range", "$.amount", f"amount must be at most {MAX_AMOUNT}", expected=f"<= {MAX_AMOUNT}",
+                          received=shown, retryable=False)]
+    return []
 
 
 class BillingService:
@@ -106,9 +128,23 @@ class BillingService:
 
     def __init__(self, path: str | Path, *, honour_keys: bool = False,
                  notify: Callable[[str], None] | None = None):
-        self.conn = open_books(path)
+        self.path = Path(path)
+        self.conn = open_books(path)              # the connection of the thread that made the service
+        self._owner = threading.get_ident()
         self.honour_keys = honour_keys
         self.notify = notify
+
+    @contextmanager
+    def _books(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection: the service's own, or one opened (and closed) for this request."""
+        if threading.get_ident() == self._owner:
+            yield self.conn
+            return
+        conn = connect(self.path)
+        try:
+            yield conn
+        finally:
+            conn.close()
 
     def create_invoice(self, raw: Any) -> tuple[int, dict[str, Any]]:
         """Handle one request: an HTTP status and a JSON body (an invoice, or ``{"errors": [...]}``)."""
@@ -116,28 +152,42 @@ class BillingService:
         if errors:
             return 400, {"errors": [e.to_dict() for e in errors]}
         try:
-            with transaction(self.conn):
-                earlier = self.conn.execute("SELECT count(*) FROM invoices WHERE order_id = ?",
-                                            (arguments["order_id"],)).fetchone()[0]
-                invoice = issue_invoice(self.conn, arguments, honour_keys=self.honour_keys)
+            with self._books() as conn, transaction(conn):
+                earlier = conn.execute("SELECT count(*) FROM invoices WHERE order_id = ?",
+                                       (arguments["order_id"],)).fetchone()[0]
+                invoice = issue_invoice(conn, arguments, honour_keys=self.honour_keys)
         except ToolFailure as failure:
             error = ToolError(failure.reason, "$.idempotency_key", failure.message, retryable=False,
                               hint="use the original arguments with this key, or a new key")
             return 409, {"errors": [error.to_dict()]}
-        except sqlite3.OperationalError:  # rolled back: nothing was created
-            error = ToolError("busy", "$", "the invoice database is busy; nothing was created", retryable=True,
-                              hint="retry with the same idempotency key")
-            return 503, {"errors": [error.to_dict()]}
+        except Exception as failure:      # rolled back: nothing was created; the cause stays inside the service
+            if isinstance(failure, sqlite3.OperationalError) and _is_busy(failure):
+                error = ToolError("busy", "$", "the invoice database is busy; nothing was created", retryable=True,
+                                  hint="retry with the same idempotency key")
+                return 503, {"errors": [error.to_dict()]}
+            error = ToolError("service_error", "$", "the billing service failed; nothing was created",
+                              retryable=True, hint="retry with the same idempotency key")
+            return 500, {"errors": [error.to_dict()]}
         if self.notify:
             self.notify(trace_sentence(invoice, earlier))
         return (200 if invoice["replayed"] else 201), invoice
 
     def invoices(self) -> list[dict[str, Any]]:
-        return list_invoices(self.conn)
+        with self._books() as conn:
+            return list_invoices(conn)
 
     def find(self, key: str) -> dict[str, Any] | None:
-        row = _first_for_key(self.conn, key)
+        with self._books() as conn:
+            row = _first_for_key(conn, key)
         return _invoice(row) if row else None
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    """A lock held too long by another writer (a retry may work), as opposed to a broken database."""
+    return any(word in str(error).lower() for word in ("locked", "busy"))
 
 
 def trace_sentence(invoice: dict[str, Any], earlier: int) -> str:
@@ -149,5 +199,5 @@ def trace_sentence(invoice: dict[str, Any], earlier: int) -> str:
     return f"billing service creates invoice {invoice['invoice_id']}"
 
 
-__all__ = ["BillingService", "FIRST_NUMBER", "INVOICES_INDEX", "INVOICES_SCHEMA", "check_invoice", "issue_invoice",
+__all__ = ["BillingService", "FIRST_NUMBER", "MAX_AMOUNT", "INVOICES_INDEX", "INVOICES_SCHEMA", "check_invoice", "issue_invoice",
            "list_invoices", "open_books", "trace_sentence"]

@@ -32,9 +32,9 @@ def reap(process: Any, wait: float = 30, *, terminate: bool = False) -> None:
     if terminate and process.is_alive():
         process.terminate()
     process.join(wait)
-    if process.is_alive():  # pragma: no cover - a hung child is a bug; do not leave it behind
+    if process.is_alive():  # a hung child is a bug; do not leave it behind
         process.kill()
-        process.join()
+        process.join(10)    # SIGKILL cannot be caught: this returns at once unless the kernel itself is stuck
 
 
 __all__ = ["default_start_method", "process_context", "reap"]

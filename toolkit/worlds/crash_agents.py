@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.effects import LedgerStatus, MemoryLedger, SqliteLedger
-from toolkit.worlds.billing_http import BillingClient
+from toolkit.worlds.billing_client import BillingClient
 from toolkit.worlds.billing_service import issue_invoice
 
 KEY = "invoice:order-431:v1"

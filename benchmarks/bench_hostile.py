@@ -1,0 +1,142 @@
+"""The worst a single hostile request costs the host: time and peak memory of one ``Host.check`` / ``Host.execute``.
+
+    python benchmarks/bench_hostile.py
+
+Measured over model-shaped input of the kinds ``tests/test_host_properties.py`` generates, at their largest:
+a tool name of 10 million characters (ASCII and not), a bytes name, a call id of 10 million characters, argument
+documents just under the 256 KB cap (one long text, 36,000 array items that each break a pattern, 15,000
+unexpected keys, the same as JSON text, deep nesting), documents and text over the cap, 256 KB of ``[``, 250 KB
+of text that is not JSON (escaped quotes; secret fields cut off), a 4,000-digit number, lone surrogates, NaN, and
+a legal call whose tool fails with a long message full of secrets.
+
+Each input is built before timing; each call is timed alone (best of 3 runs, so a stray pause of the machine is
+not charged to the host), and then run once more under ``tracemalloc`` for the peak memory it allocated.
+Aim: every call under 1 s and 50 MB on this machine. The line for the worst case names it.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+AIM_SECONDS, AIM_MB = 1.0, 50.0
+
+
+def host():
+    import toolkit as tk
+    from toolkit.core import Contract, ToolFailure
+    from toolkit.worlds import CREATE_INVOICE, Books
+
+    partner = Contract("call_partner", "ask the partner API",
+                       {"type": "object", "properties": {"q": {"type": "string", "pattern": r"^[a-z ]{1,20}$"},
+                                                         "token": {"type": "string"},
+                                                         "api_keys": {"type": "array",
+                                                                      "items": {"type": "string", "pattern": "^k-"}}},
+                        "required": ["q"], "additionalProperties": False})
+
+    def careless(arguments, world):
+        raise ToolFailure(tk.Status.FAILED, "partner_down", "partner said: " + json.dumps(arguments) * 50)
+
+    books = Books(orders={"order-431": {"approved": True}})
+    return tk.Host.of([tk.Tool(CREATE_INVOICE, books.issue), tk.Tool(partner, careless)],
+                      caller=tk.Caller("agent", frozenset({"billing.write"})), world=books)
+
+
+def cases() -> dict:
+    """name -> a function building the (name, arguments, call id) to send; built before anything is measured."""
+    cap = 256 * 1024
+    ok = {"order_id": "order-431", "amount": 100, "currency": "EUR", "idempotency_key": "inv:431:v1"}
+
+    def nested(depth):
+        value = {"q": "deep"}
+        for _ in range(depth):
+            value = {"q": value}
+        return value
+
+    return {
+        "name of 10M characters": lambda: ("x" * 10_000_000, ok, "c1"),
+        "name of 10M non-ASCII characters": lambda: ("é" * 10_000_000, ok, "c1"),
+        "bytes name of 10 MB": lambda: (b"x" * 10_000_000, ok, "c1"),
+        "call id of 10M characters": lambda: ("create_invoice", ok, "c" * 10_000_000),
+        "256 KB in one field": lambda: ("create_invoice", {**ok, "order_id": "x" * (cap - 200)}, "c1"),
+        "36,000 items breaking a pattern": lambda: ("call_partner", {"q": "status", "api_keys": ["sk-x"] * 36_000},
+                                                    "c1"),
+        "15,000 unexpected keys": lambda: ("create_invoice", {**ok, **{f"k{i:05}": i for i in range(15_000)}}, "c1"),
+        "250 KB of JSON text, 31,000 bad items": lambda: ("call_partner", json.dumps(
+            {"q": "status", "api_keys": ["sk-x"] * 31_000}), "c1"),
+        "15,000 unexpected keys as JSON text": lambda: ("create_invoice", json.dumps(
+            {**ok, **{f"k{i:05}": i for i in range(15_000)}}), "c1"),
+        "over the cap: 40,000 items": lambda: ("call_partner", {"q": "status", "api_keys": ["sk-x"] * 40_000}, "c1"),
+        "nesting 31 deep": lambda: ("call_partner", nested(30), "c1"),
+        "nesting 10,000 deep": lambda: ("call_partner", nested(10_000), "c1"),
+        "text over the cap": lambda: ("call_partner", "x" * (cap + 1), "c1"),
+        "256 KB of [": lambda: ("call_partner", "[" * cap, "c1"),
+        "250 KB of escaped quotes, not JSON": lambda: ("call_partner", '"\\' * 125_000, "c1"),
+        "250 KB of secret fields, cut off": lambda: ("call_partner", '{"password": "hunter2", ' * 10_000, "c1"),
+        "a 4,000-digit number": lambda: ("create_invoice", '{"amount": 1' + "0" * 4000 + "}", "c1"),
+        "a number of 5,000 digits in a dict": lambda: ("create_invoice", {**ok, "amount": 10 ** 5000}, "c1"),
+        "40,000 lone surrogates": lambda: ("call_partner", {"q": "\ud83d" * 40_000}, "c1"),
+        "NaN": lambda: ("create_invoice", {**ok, "amount": float("nan")}, "c1"),
+        "a tool failing with 200 KB of secrets": lambda: ("call_partner", {"q": "status", "token": "t" * 4000}, "c1"),
+    }
+
+
+def measure(build, method: str) -> tuple[float, float, str]:
+    """(best seconds, peak MB, outcome) of one call of ``host().<method>`` on the input ``build`` makes."""
+    import toolkit as tk
+
+    name, arguments, call_id = build()
+    call = tk.ToolCall(name, arguments, call_id)
+    times, outcome = [], ""
+    for _ in range(3):
+        target = host()
+        started = time.perf_counter()
+        try:
+            answer = getattr(target, method)(call)
+        except Exception as exc:   # what the host promises never to do; reported, not hidden
+            answer, outcome = None, f"raised {type(exc).__name__}"
+        times.append(time.perf_counter() - started)
+    if answer is not None:
+        errors = answer.errors
+        outcome = (answer.status.value if method == "execute" else f"legal={answer.legal}") + \
+            (f" {errors[0].code}" if errors else "")
+    target = host()
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    before = tracemalloc.get_traced_memory()[0]
+    try:
+        getattr(target, method)(call)
+    except Exception:
+        pass
+    peak = tracemalloc.get_traced_memory()[1] - before
+    tracemalloc.stop()
+    return min(times), peak / 1e6, outcome
+
+
+def main() -> int:
+    host().check  # import everything (jsonschema, regress) before timing
+    import toolkit as tk
+
+    host().check(tk.ToolCall("create_invoice", {}, "warm-up"))
+    rows = []
+    print(f"{'input':<40} {'call':<8} {'seconds':>8} {'peak MB':>8}  outcome")
+    for label, build in cases().items():
+        for method in ("check", "execute"):
+            seconds, mb, outcome = measure(build, method)
+            rows.append((label, method, seconds, mb))
+            print(f"{label:<40} {method:<8} {seconds:>8.3f} {mb:>8.1f}  {outcome}")
+    slowest = max(rows, key=lambda r: r[2])
+    largest = max(rows, key=lambda r: r[3])
+    print(f"slowest: {slowest[0]} ({slowest[1]}); largest: {largest[0]} ({largest[1]})")
+    print(f"RESULT hostile_worst_call_seconds {slowest[2]:.3f} aim<={AIM_SECONDS:g} "
+          f"{'ok' if slowest[2] <= AIM_SECONDS else 'missed'}")
+    print(f"RESULT hostile_worst_call_mb {largest[3]:.1f} aim<={AIM_MB:g} {'ok' if largest[3] <= AIM_MB else 'missed'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

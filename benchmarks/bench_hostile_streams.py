@@ -1,0 +1,219 @@
+"""Hostile streams: the worst time and peak memory one stream can cost the wire readers.
+
+Run:  python benchmarks/bench_hostile_streams.py
+
+Each case is one stream a hostile (or broken) model or server might send, fed to the real readers
+(``Assembler``, ``SSEDecoder``, ``OpenAIStream``, ``AnthropicStream``) the way a host would: chunk by
+chunk, then the end of the body. For each, the time (wall clock, without tracing) and the peak of
+memory allocated while it is read (``tracemalloc``, in a second run; the input itself is built
+beforehand and not counted) are printed. The cases include the two the hardening issue measured:
+20,000 keys in one preview (8.6 s before the fix) and 200,000 call indexes in one stream (all
+accepted before the fix, now refused at ``MAX_OPEN_CALLS``).
+
+Aim: every case under 1 s and 50 MB on this machine. The RESULT lines give the worst case of each.
+"""
+from __future__ import annotations
+
+import gc
+import json
+import time
+import tracemalloc
+from typing import Callable, Iterable
+
+from toolkit.core import MAX_ARGUMENT_BYTES, MAX_EVENT_BYTES, MAX_OPEN_CALLS
+from toolkit.wire import AnthropicStream, Assembler, OpenAIStream, SSEDecoder, StreamBroken
+
+AIM_SECONDS, AIM_MB = 1.0, 50.0
+
+
+def openai_event(pieces: list[dict], finish: str | None = None) -> str:
+    chunk = {"choices": [{"index": 0, "delta": {"tool_calls": pieces} if pieces else {}, "finish_reason": finish}]}
+    return "data: " + json.dumps(chunk) + "\n\n"
+
+
+def anthropic_event(data: dict) -> str:
+    return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n"
+
+
+def read_all(reader, chunks: Iterable[str]) -> int:
+    """Feed every chunk, then end the body; returns how many calls or refusals came out."""
+    out = 0
+    for chunk in chunks:
+        out += len(reader.feed(chunk))
+        if reader.done:
+            break
+    return out + len(reader.end())
+
+
+# ------------------------------------------------------------------ the cases
+def keys_in_one_preview(n: int = 20_000, secret: bool = False) -> Callable[[], object]:
+    key = "token_{}" if secret else "k{}"
+    text = "{" + ", ".join(f'"{key.format(i)}": "value {i}"' for i in range(n)) + "}"
+
+    def run():
+        asm = Assembler(max_chars=len(text))
+        asm.add(0, call_id="c1", name="write_file", arguments=text)
+        preview = asm.preview(0)
+        assert len(preview.keys) == n
+        return asm.finish("tool_calls")
+    return run
+
+
+def preview_every_fragment(size: int = MAX_ARGUMENT_BYTES, fragment: int = 100) -> Callable[[], object]:
+    text = json.dumps({"path": "src/big.ts", "content": "export const a = 1; // sk-0123456789 " * (size // 40)})
+    text = text[: size - 2] + '"}'
+    parts = [text[i:i + fragment] for i in range(0, len(text), fragment)]
+
+    def run():
+        asm = Assembler()
+        asm.add(0, call_id="c1", name="write_file")
+        for part in parts:                       # a display that redraws after every fragment
+            asm.add(0, arguments=part)
+            asm.preview(0)
+        return asm.finish("tool_calls")
+    return run
+
+
+def deep_nesting_preview(depth: int = MAX_ARGUMENT_BYTES // 2 - 20) -> Callable[[], object]:
+    text = '{"a": ' + "[" * depth + "]" * depth + ', "b": 1}'
+
+    def run():
+        asm = Assembler()
+        asm.add(0, call_id="c1", name="f", arguments=text)
+        asm.preview(0)
+        return asm.finish("tool_calls")
+    return run
+
+
+def many_indexes_openai(n: int = 200_000) -> Callable[[], object]:
+    chunks = [openai_event([{"index": i, "id": f"call_{i}", "type": "function",
+                             "function": {"name": "read_file", "arguments": "{}"}}]) for i in range(n)]
+    chunks.append(openai_event([], "tool_calls"))
+    return lambda: read_all(OpenAIStream(), chunks)
+
+
+def many_indexes_assembler(n: int = 200_000) -> Callable[[], object]:
+    def run():
+        asm = Assembler()
+        for i in range(n):
+            asm.add(i, call_id=f"call_{i}", name="read_file", arguments="{}")
+        return asm.finish("tool_calls")
+    return run
+
+
+def many_blocks_anthropic(n: int = 200_000) -> Callable[[], object]:
+    chunks = [anthropic_event({"type": "content_block_start", "index": i,
+                               "content_block": {"type": "tool_use", "id": f"toolu_{i}", "name": "read_file",
+                                                 "input": {}}}) for i in range(n)]
+    return lambda: read_all(AnthropicStream(), chunks)
+
+
+def endless_event(total: int = 64 * 1024 * 1024, line: int = 64 * 1024) -> Callable[[], object]:
+    """One event whose data lines never end (64 MB offered, in 64 KB chunks)."""
+    chunk = "data: " + "x" * (line - 7) + "\n"
+    return lambda: read_all(OpenAIStream(), (chunk for _ in range(total // line)))
+
+
+def endless_line(total: int = 64 * 1024 * 1024, piece: int = 64 * 1024) -> Callable[[], object]:
+    """One line that never ends (64 MB offered)."""
+    chunk = "x" * piece
+    return lambda: read_all(OpenAIStream(), ["data: "] + [chunk] * (total // piece))
+
+
+def endless_name(n: int = 200_000) -> Callable[[], object]:
+    chunks = [openai_event([{"index": 0, "id": "call_1", "function": {"name": "na" if i % 2 else "me"}}])
+              for i in range(n)] + [openai_event([], "tool_calls")]
+    return lambda: read_all(OpenAIStream(), chunks)
+
+
+def error_flood(n: int = 200_000) -> Callable[[], object]:
+    """One call sent 200,000 argument pieces that are not text: every one is a problem, kept or counted."""
+    chunks = [openai_event([{"index": 0, "id": "call_1", "function": {"name": "f"}}])]
+    chunks += [openai_event([{"index": 0, "function": {"arguments": i}}]) for i in range(n)]
+    return lambda: read_all(OpenAIStream(), chunks + [openai_event([], "tool_calls")])
+
+
+def max_size_arguments_sse(size: int = MAX_ARGUMENT_BYTES) -> Callable[[], object]:
+    text = json.dumps({"path": "a", "content": "y" * size})
+    parts = [text[i:i + 50] for i in range(0, len(text), 50)]
+    chunks = [openai_event([{"index": 0, "id": "call_1", "function": {"name": "write_file", "arguments": ""}}])]
+    chunks += [openai_event([{"index": 0, "function": {"arguments": p}}]) for p in parts]
+    return lambda: read_all(OpenAIStream(), chunks + [openai_event([], "tool_calls")])
+
+
+def event_flood(n: int = 200_000, text: bool = False) -> Callable[[], object]:
+    """No cap limits how many events a stream sends: their cost is linear, one JSON document each."""
+    ping = anthropic_event({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ab"}}) \
+        if text else anthropic_event({"type": "ping"})
+    start = anthropic_event({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+    return lambda: read_all(AnthropicStream(), [start] + [ping] * n)
+
+
+def garbage_bytes(size: int = 8 * 1024 * 1024) -> Callable[[], object]:
+    body = bytes(range(256)) * (size // 256)
+
+    def run():
+        decoder = SSEDecoder()
+        try:
+            for i in range(0, len(body), 4096):
+                decoder.feed(body[i:i + 4096])
+        except StreamBroken as broken:
+            return broken.error
+        return None
+    return run
+
+
+CASES = {
+    "20,000 keys in one preview": keys_in_one_preview(),
+    "20,000 secret-named keys in one preview": keys_in_one_preview(secret=True),
+    "256 KB arguments, a preview after each of 2,600 fragments": preview_every_fragment(),
+    "131,000 levels of nesting in one preview": deep_nesting_preview(),
+    "200,000 indexes (Assembler)": many_indexes_assembler(),
+    "200,000 indexes (OpenAI stream)": many_indexes_openai(),
+    "200,000 content blocks (Anthropic stream)": many_blocks_anthropic(),
+    "64 MB of data lines in one event": endless_event(),
+    "64 MB in one line": endless_line(),
+    "a tool name sent in 200,000 pieces": endless_name(),
+    "200,000 bad fragments for one call": error_flood(),
+    "256 KB of arguments in 5,000 events": max_size_arguments_sse(),
+    "8 MB of binary garbage": garbage_bytes(),
+    "200,000 ping events (no cap on the number of events)": event_flood(),
+    "200,000 text deltas (a long answer)": event_flood(text=True),
+}
+
+
+def measure(run: Callable[[], object]) -> tuple[float, float]:
+    """(seconds without tracing, peak MB allocated while tracing) for one run of ``run``."""
+    gc.collect()
+    start = time.perf_counter()
+    run()
+    seconds = time.perf_counter() - start
+    gc.collect()
+    tracemalloc.start()
+    try:
+        run()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return seconds, peak / 1e6
+
+
+def main() -> None:
+    print(f"caps: MAX_OPEN_CALLS={MAX_OPEN_CALLS}, MAX_EVENT_BYTES={MAX_EVENT_BYTES}, "
+          f"MAX_ARGUMENT_BYTES={MAX_ARGUMENT_BYTES}")
+    print(f"{'stream':<60} {'seconds':>8} {'peak MB':>8}")
+    worst_time, worst_memory = ("", 0.0), ("", 0.0)
+    for name, run in CASES.items():
+        seconds, peak = measure(run)
+        print(f"{name:<60} {seconds:>8.3f} {peak:>8.1f}", flush=True)
+        worst_time = max(worst_time, (name, seconds), key=lambda x: x[1])
+        worst_memory = max(worst_memory, (name, peak), key=lambda x: x[1])
+    print(f"worst time: {worst_time[0]}; worst memory: {worst_memory[0]}")
+    print(f"RESULT hostile_streams_worst_seconds {worst_time[1]:.2f} aim<={AIM_SECONDS:g} "
+          f"{'ok' if worst_time[1] <= AIM_SECONDS else 'missed'}")
+    print(f"RESULT hostile_streams_worst_peak_mb {worst_memory[1]:.1f} aim<={AIM_MB:g} "
+          f"{'ok' if worst_memory[1] <= AIM_MB else 'missed'}")
+
+
+if __name__ == "__main__":
+    main()

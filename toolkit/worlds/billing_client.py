@@ -1,0 +1,86 @@
+"""Chapter 05: the billing service's client: what each failure says about whether an invoice exists.
+
+The chapter's timeout is only honest if the client tells three cases apart.
+The service answered and refused (nothing was created: change the arguments);
+nothing was created and a retry may work (the service is not listening, or it
+answered that it is busy); the request went out and no answer came back (the
+outcome is unknown: ask with the same key before anything else). Arguments
+that cannot even be encoded are refused here, before a socket is opened.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+from typing import Any
+from urllib.parse import quote
+
+from toolkit.core import Status, ToolFailure
+from toolkit.worlds.billing_http import LOOPBACK
+
+
+class BillingClient:
+    """Talks to a billing service on 127.0.0.1.
+
+    ``create_invoice`` returns the invoice, or raises ``ToolFailure`` that
+    says what is known about the outcome:
+
+    * rejected: the service answered and refused, or the arguments could not
+      even be sent (nothing was created);
+    * recoverable: nothing was created and a retry may work: the service is
+      not listening (nothing was sent), or it answered that it is busy or failed;
+    * timeout: the request was sent but no answer came back (the outcome is
+      unknown: ask with the same key before anything else).
+    """
+
+    def __init__(self, port: int, timeout: float = 5.0):
+        self.port, self.timeout = int(port), timeout
+
+    def _request(self, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
+        try:
+            data = None if body is None else json.dumps(body, allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError):
+            raise ToolFailure(Status.REJECTED, "invalid_json",
+                              "the arguments cannot be sent as JSON; nothing was sent") from None
+        connection = http.client.HTTPConnection(LOOPBACK, self.port, timeout=self.timeout)
+        try:
+            try:
+                connection.connect()
+            except OSError:
+                raise ToolFailure(Status.RECOVERABLE_FAILURE, "unreachable",
+                                  "the billing service is not listening; nothing was sent") from None
+            try:
+                connection.request(method, path, body=data, headers={"Content-Type": "application/json"})
+                response = connection.getresponse()
+                raw = response.read()
+            except (OSError, http.client.HTTPException):
+                raise ToolFailure(Status.TIMEOUT, "timeout",
+                                  "the request was sent but no answer came back; the outcome is unknown") from None
+            try:
+                answer = json.loads(raw or b"{}")
+            except ValueError:
+                answer = {}
+            return response.status, answer if isinstance(answer, dict) else {}
+        finally:
+            connection.close()
+
+    def create_invoice(self, arguments: dict) -> dict[str, Any]:
+        status, body = self._request("POST", "/invoices", arguments)
+        error = (body.get("errors") or [{}])[0] if status >= 400 else {}
+        if status in (500, 503):
+            raise ToolFailure(Status.RECOVERABLE_FAILURE, error.get("code", "busy"),
+                              error.get("message", "billing could not serve the request; nothing was created"))
+        if status >= 400:
+            raise ToolFailure(Status.REJECTED, error.get("code", "rejected"), error.get("message", "refused"))
+        if "invoice_id" not in body:
+            raise ToolFailure(Status.TIMEOUT, "timeout", "billing's answer carried no invoice; the outcome is unknown")
+        return body
+
+    def find(self, key: str) -> dict[str, Any] | None:
+        status, body = self._request("GET", "/invoices?idempotency_key=" + quote(key, safe=""))
+        return body if status == 200 else None
+
+    def invoices(self) -> list[dict[str, Any]]:
+        return self._request("GET", "/invoices")[1].get("invoices", [])
+
+
+__all__ = ["BillingClient"]
