@@ -6,7 +6,7 @@
 Each notebook runs top to bottom in a fresh ``python3`` kernel of *this* interpreter
 (whatever kernelspecs the machine has), with its own folder as the working directory
 and a timeout per cell. The stored result is made deterministic, so re-running an
-unchanged notebook gives a byte-identical file and a clean ``git diff``:
+unchanged notebook (with the same Python) gives a byte-identical file and a clean ``git diff``:
 
 * execution counts run 1, 2, 3, ... (a fresh kernel, cells in order);
 * no timing metadata (nbclient's per-cell timestamps are not recorded);
@@ -14,7 +14,11 @@ unchanged notebook gives a byte-identical file and a clean ``git diff``:
   plain-text form of a widget is kept, and a live kernel redraws the widget anyway;
 * adjacent pieces of the same stream are joined (how print output is split into
   messages depends on timing);
-* the kernel's Python patch version and authoring-tool metadata are dropped;
+* ``language_info`` is stored exactly as the kernel reported it, Python version included:
+  JupyterLab writes the kernel's ``language_info`` into a notebook as soon as the kernel
+  connects, and a notebook that stored anything else shows the unsaved-changes dot before
+  anyone touched it (a kernel of another Python version still changes it);
+* authoring-tool metadata is dropped;
 * cell ids are derived from each cell's own content, so converting the same source again
   (jupytext makes new random ids every time) changes nothing.
 
@@ -83,9 +87,7 @@ def normalize(nb: Any) -> Any:
     """Remove everything that changes from run to run (see the module docstring); returns ``nb``."""
     nb.metadata.pop("widgets", None)
     nb.metadata.pop("jupytext", None)   # authoring-tool bookkeeping, not part of the notebook
-    nb.metadata["kernelspec"] = dict(KERNELSPEC)
-    if "language_info" in nb.metadata:
-        nb.metadata["language_info"].pop("version", None)
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)   # what JupyterLab writes for this kernel, too
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
         if cell.cell_type == "code":

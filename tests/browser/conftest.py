@@ -2,11 +2,13 @@
 
 * Without Playwright, Voila or Chromium on the machine, the browser tests are skipped with the
   reason; with ``REQUIRE_BROWSER=1`` (as in ``.ci/run``) they fail instead.
-* The servers run on a scratch copy of ``notebooks/`` with their own Jupyter folders, and are
+* The servers run on a scratch copy of the repository with their own Jupyter folders, and are
   stopped (kernels included) in every case: fixture teardown, interpreter exit, SIGTERM.
   Teardown fails the run if any process they started is still alive.
-* Screenshots and ``latency.json`` go to ``$BROWSER_ARTIFACTS`` (default: a new temporary
-  folder, named in the summary at the end of the run).
+* JupyterLab is started by the README's "open the course" command (``scripts/open_course.py``);
+  its one shared tab records every address it requests (``lab_requests``).
+* Screenshots, ``latency.json`` and ``first_run.json`` go to ``$BROWSER_ARTIFACTS`` (default: a
+  new temporary folder, named in the summary at the end of the run).
 """
 from __future__ import annotations
 
@@ -14,12 +16,13 @@ import os
 import secrets
 import signal
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
 import browser_harness as harness
-from widget_driver import LATENCY
+from widget_driver import FIRST_RUN, LATENCY
 
 REQUIRE_BROWSER = os.environ.get("REQUIRE_BROWSER") == "1"
 VIEWPORT = {"width": 1280, "height": 900}
@@ -54,7 +57,7 @@ def scratch(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def course(scratch: Path) -> Path:
-    """A scratch copy of the course's notebooks (JupyterLab autosaves; the committed files stay untouched)."""
+    """A scratch copy of the repository (JupyterLab autosaves; the committed files stay untouched)."""
     return harness.scratch_course(scratch / "course")
 
 
@@ -102,7 +105,13 @@ def voila_ready(browser) -> None:
 
 
 @pytest.fixture(scope="session")
-def lab_page(browser, lab):
+def lab_requests() -> list[str]:
+    """Every address the shared JupyterLab tab has requested, from its very first one."""
+    return []
+
+
+@pytest.fixture(scope="session")
+def lab_page(browser, lab, lab_requests):
     """One JupyterLab tab for the run, opened where the README's command sends a learner's browser.
 
     Each widget test opens its notebook in it (as a double click would) and closes it again,
@@ -111,8 +120,12 @@ def lab_page(browser, lab):
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     page.set_default_timeout(60_000)
+    page.on("request", lambda request: lab_requests.append(request.url))
     try:
-        page.goto(lab.opened_address())
+        address = lab.opened_address()
+        FIRST_RUN["server up (s)"] = round(lab.up_seconds, 2)
+        FIRST_RUN["_page requested"] = time.monotonic()
+        page.goto(address)
         yield page
     finally:
         context.close()
@@ -133,6 +146,10 @@ def pytest_terminal_summary(terminalreporter) -> None:
     if not LATENCY and not _ARTIFACTS:
         return
     write = terminalreporter.write_line
+    shown = {name: value for name, value in FIRST_RUN.items() if not name.startswith("_")}
+    if shown:
+        terminalreporter.section("browser: a newcomer's first run (the README's open command)")
+        write("   ".join(f"{name} {value}" for name, value in shown.items()))
     terminalreporter.section("browser: click-to-update latency (input event to changed text)")
     for front_end, rows in sorted(LATENCY.items()):
         for name, row in sorted(rows.items()):

@@ -5,7 +5,9 @@ leave it running; these tests start a real JupyterLab and a real kernel and chec
 marker every process they started carries, that nothing survives:
 
 * a normal stop (what every fixture does in its ``finally``);
-* SIGTERM to the process that started them (what a CI runner sends when it gives up).
+* SIGTERM to the process that started them (what a CI runner sends when it gives up);
+* Ctrl+C twice in the terminal where a learner ran the README's ``python scripts/open_course.py``
+  (the launcher is JupyterLab itself, so the signal reaches the server, which stops its kernels).
 
 They need JupyterLab only, not a browser, so they run on every machine.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import signal
 import subprocess
 import sys
@@ -83,3 +86,58 @@ def test_sigterm_to_the_test_process_stops_server_and_kernels(tmp_path: Path):
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
                     pass
+
+
+def test_ctrl_c_in_a_terminal_stops_the_course_and_its_kernels(tmp_path: Path):
+    course = harness.scratch_course(tmp_path / "course")
+    port, token, marker = harness.free_port(), "ctrl-c", f"ctrl-c-{os.getpid()}"
+    env = {**harness.jupyter_env(tmp_path / "jupyter"), harness.MARKER_VAR: marker}
+    terminal, child_side = pty.openpty()          # a terminal, as a learner has: Jupyter asks before stopping
+    server = subprocess.Popen([sys.executable, *harness.OPEN_COURSE, "--no-browser", "--ip=127.0.0.1",
+                               f"--port={port}", f"--IdentityProvider.token={token}"]
+                              + (["--allow-root"] if os.geteuid() == 0 else []),
+                              cwd=course, env=env, stdin=child_side, stdout=child_side, stderr=child_side,
+                              start_new_session=True)
+    os.close(child_side)
+    shown: list[bytes] = []                       # what the terminal showed (read, so the server never blocks)
+
+    def read_terminal() -> None:
+        try:
+            while chunk := os.read(terminal, 65536):
+                shown.append(chunk)
+        except OSError:                           # the server's side closed
+            pass
+    reader = threading.Thread(target=read_terminal, daemon=True)
+    reader.start()
+
+    def status(path: str, method: str = "GET") -> int:
+        try:
+            return harness._get(f"http://127.0.0.1:{port}{path}", token, method)[0]
+        except OSError:
+            return 0
+    try:
+        deadline = time.monotonic() + 90
+        while status("/api/status") != 200 and time.monotonic() < deadline and server.poll() is None:
+            time.sleep(0.1)
+        assert status("/api/kernels", method="POST") == 201, b"".join(shown).decode(errors="replace")
+        while not kernel_processes(harness.processes_with_marker(marker)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert kernel_processes(harness.processes_with_marker(marker)), "no kernel started"
+
+        for _ in range(2):                        # Ctrl+C twice; a terminal signals its whole foreground group
+            os.killpg(server.pid, signal.SIGINT)
+            time.sleep(0.5)
+        server.wait(timeout=30)
+        assert harness.wait_gone(marker, 10.0) == [], "server or kernel outlived Ctrl+C"
+        reader.join(timeout=5)
+        assert b"Shutting down 1 kernel" in b"".join(shown), "the server did not shut its kernel down itself"
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+        for pid in harness.processes_with_marker(marker):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        os.close(terminal)

@@ -1,7 +1,8 @@
 """The course in JupyterLab, in a real headless Chromium.
 
 * The README's "open the course" command brings up a server that sends the browser to the
-  start page, and the start page renders and runs.
+  start page, and the start page renders and runs (what else a newcomer sees first is in
+  ``test_first_run.py``).
 * Every chapter notebook that shows a widget is opened, run top to bottom, and its widget is
   operated through the page (tick, move, pick); the widget's display must change as the
   chapter says (``widget_chapters.CHAPTERS``). A widget notebook without an entry there fails.
@@ -12,23 +13,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
 
 import widget_driver as drive
-from widget_chapters import CHAPTERS, ROOT, chapter_for, known_broken, widget_notebooks
+from widget_chapters import CHAPTERS, ROOT, chapter_for, known_broken, start_page_title, widget_notebooks
 
 WIDGET_NOTEBOOKS = widget_notebooks()
-README_COMMAND = "python -m jupyter lab notebooks/00_start_here.ipynb"
 CLICKS = 20
-
-
-def start_page_title() -> str:
-    notebook = nbformat.read(ROOT / "notebooks" / "00_start_here.ipynb", as_version=4)
-    first = next(cell for cell in notebook.cells if cell.cell_type == "markdown")
-    match = re.match(r"#\s+(.+)", first.source)
-    assert match, "the start page opens with a '# title' line"
-    return match.group(1).strip()
 
 
 # ------------------------------------------------------------------ no browser needed
@@ -45,20 +36,13 @@ def test_every_widget_notebook_has_operations():
         assert chapter.flip[0].label == chapter.flip[1].label, f"{name}: the timed flip works one control"
 
 
-def test_the_readme_states_the_command_the_tests_run(lab):
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert README_COMMAND in readme
-    # the server under test was started by exactly that command (plus headless flags after it)
-    assert lab.argv[1:5] == README_COMMAND.split()[1:]
-
-
 # ------------------------------------------------------------------ the start page
 def test_the_readme_command_opens_the_start_page(lab, lab_page, artifacts: Path):
     page = lab_page                            # opened at the address the server gave the browser
-    page.wait_for_url(re.compile(r"/lab/tree/00_start_here\.ipynb"), timeout=60_000)
+    page.wait_for_url(re.compile(r"/lab/tree/notebooks/00_start_here\.ipynb"), timeout=60_000)
     heading = page.get_by_role("heading", name=start_page_title())
     heading.wait_for(state="visible", timeout=60_000)
-    drive.wait_for_kernel(page, "00_start_here.ipynb")
+    drive.open_in_lab(page, "00_start_here")   # in front again (the first-run tests open other tabs before)
     drive.run_all_in_lab(page)
     shown = "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())   # what the cells printed
     # the environment check ran in the browser's kernel and found nothing missing or too old

@@ -245,3 +245,12 @@ def chapter_for(name: str) -> "Chapter":
                     f"for it in CHAPTERS: add the controls to operate and what the page must then show",
                     pytrace=False)
     return CHAPTERS[name]
+
+
+def start_page_title() -> str:
+    """The start page's '# title', as its first heading shows it."""
+    notebook = nbformat.read(ROOT / "notebooks" / "00_start_here.ipynb", as_version=4)
+    first = next(cell for cell in notebook.cells if cell.cell_type == "markdown")
+    match = re.match(r"#\s+(.+)", first.source)
+    assert match, "the start page opens with a '# title' line"
+    return match.group(1).strip()

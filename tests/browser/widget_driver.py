@@ -58,11 +58,35 @@ def wait_for_kernel(page, path: str, timeout_ms: int = 90_000) -> None:
     page.wait_for_function(KERNEL_READY, arg=path, timeout=timeout_ms, polling=100)
 
 
-def open_in_lab(page, name: str, timeout_ms: int = 90_000) -> None:
-    """Open ``<name>.ipynb`` (as a double click in the file browser does) and wait for its kernel."""
-    path = f"{name}.ipynb"
+def open_in_lab(page, name: str, folder: str = "notebooks", timeout_ms: int = 90_000) -> None:
+    """Open ``<folder>/<name>.ipynb`` (as a double click in the file browser does) and wait for its kernel.
+
+    Paths are relative to the server's root, the course's folder (``scripts/open_course.py``).
+    """
+    path = f"{folder}/{name}.ipynb"
     page.evaluate("(path) => window.jupyterapp.commands.execute('docmanager:open', {path}).then(() => true)", path)
     wait_for_kernel(page, path, timeout_ms)
+
+
+#: Once the kernel of the notebook ``path`` has connected and JupyterLab has its kernel info and
+#: spec (which it writes into the notebook's metadata), whether the notebook counts as changed.
+UNSAVED_STATE = """async (path) => {
+  const w = window.jupyterapp.shell.currentWidget;
+  if (!w || !w.context || w.context.path !== path) throw new Error(path + ' is not the current tab');
+  const kernel = w.sessionContext.session.kernel;
+  const info = await kernel.info;
+  await kernel.spec;
+  await new Promise(resolve => setTimeout(resolve, 1000));   // the notebook's own handlers run after these
+  const tab = document.querySelector('.lm-TabBar-tab[data-id="' + w.id + '"]');
+  return {dirty: w.context.model.dirty, tab: tab ? tab.className : null,
+          language_info: w.context.model.getMetadata('language_info'),
+          kernel_language_info: info.language_info};
+}"""
+
+
+def unsaved_state(page, path: str) -> dict:
+    """``dirty`` (the model), ``tab`` (the tab's classes: ``jp-mod-dirty`` is the dot) and both language_infos."""
+    return page.evaluate(UNSAVED_STATE, path)
 
 
 def run_all_in_lab(page, timeout_ms: int = 120_000) -> None:
@@ -205,6 +229,8 @@ def time_flips(page, flip: tuple[Step, Step], clicks: int = 20) -> list[float]:
 
 #: Click-to-update latency per front end and notebook, filled by the tests (printed at the end of the run).
 LATENCY: dict[str, dict[str, dict]] = {}
+#: Seconds a newcomer waits: server up, start page shown, its kernel ready (names starting "_" are not shown).
+FIRST_RUN: dict[str, float] = {}
 
 
 def record_latency(front_end: str, name: str, summary: dict, artifacts: Path) -> None:
