@@ -6,7 +6,9 @@ Prints, for a write_file call whose arguments are about 1 MB of source text:
 
 * assembling it from 10,000 fragments (collect, join once, strict parse)
   against one plain ``json.loads`` of the whole text (aim: at most 3x);
-* 4 MB against 1 MB with the same fragment size (aim: at most 4.5x, linear);
+* how the time grows with the size, fitted over 0.25, 0.5, 1, 2 and 4 MB (same fragment size), against how
+  ``json.loads`` itself grows over the same texts: json.loads is not perfectly linear on this machine either
+  (caches), so the aim is that the assembler grows at most 1.15x as fast as json.loads over that range;
 * re-parsing the whole buffer at every fragment, as lenient accumulators do,
   at growing sizes: its time grows with the square of the size;
 * the same through the OpenAI server-sent-event reader, for context.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import time
 from unittest import mock
 
@@ -106,6 +109,28 @@ def read_sse(body: str) -> None:
     assert len(out) == 1 and out[0].name == "write_file"
 
 
+SIZES = (250_000, 500_000, 1_000_000, 2_000_000, 4_000_000)
+
+
+def slope(sizes: tuple[int, ...], times: list[float]) -> float:
+    """The least-squares exponent k in time ~ size**k (1 is linear)."""
+    xs, ys = [math.log(s) for s in sizes], [math.log(t) for t in times]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+
+
+def growth_against_json_loads() -> tuple[float, float]:
+    """Growth over SIZES (largest / smallest, from the fitted exponent) of the assembler and of json.loads."""
+    texts = [arguments_text(size) for size in SIZES]
+    pieces = [fragments(t) for t in texts]          # cut once, outside the timing: the server does that
+    ours = [best(lambda: assemble(p), repeat=9) for p in pieces]
+    theirs = [best(lambda: json.loads(t), repeat=9) for t in texts]
+    span = SIZES[-1] / SIZES[0]
+    for size, a, b in zip(SIZES, ours, theirs):
+        print(f"  {size / 1e6:5.2f} MB  assemble {a * 1e3:8.2f} ms   json.loads {b * 1e3:7.2f} ms")
+    return span ** slope(SIZES, ours), span ** slope(SIZES, theirs)
+
+
 def verdict(name: str, value: float, aim: str) -> str:
     """The machine-readable line ``benchmarks/run_all.py`` collects."""
     op, bound = aim[:2], float(aim[2:])
@@ -129,11 +154,12 @@ def main() -> None:
         repeated = best(lambda: assemble(parts1, repeat_ids=True))
         print(f"  with id and name repeated in every fragment: {repeated * 1e3:6.2f} ms   "
               f"ratio {repeated / loads1:5.2f}x")
-        print(f"4 MB arguments, {len(parts4)} fragments")
-        print(f"  assemble                           {asm4 * 1e3:8.2f} ms   4 MB / 1 MB = {asm4 / asm1:4.2f}x "
-              f"(aim <= 4.5x)")
-        loads4 = best(lambda: json.loads(four))
-        print(f"  for reference, json.loads itself: 4 MB / 1 MB = {loads4 / loads1:4.2f}x")
+        print(f"4 MB arguments, {len(parts4)} fragments: 4 MB / 1 MB = {asm4 / asm1:4.2f}x; "
+              f"json.loads itself {best(lambda: json.loads(four)) / loads1:4.2f}x")
+        print("growth with size, fitted over 0.25-4 MB:")
+        grow_ours, grow_theirs = growth_against_json_loads()
+        print(f"  16x the bytes: assemble x{grow_ours:5.2f}, json.loads x{grow_theirs:5.2f}, "
+              f"ratio {grow_ours / grow_theirs:4.2f} (aim <= 1.15)")
 
         print("re-parsing the whole buffer at every fragment (what lenient accumulators do):")
         previous, doublings = None, []
@@ -155,7 +181,7 @@ def main() -> None:
               f"(each of the 10,000 events is its own JSON document)")
         print(f"  4 MB {sse4 * 1e3:8.2f} ms   4 MB / 1 MB = {sse4 / sse1:4.2f}x")
         print(verdict("streaming_1mb_vs_json_loads", asm1 / loads1, "<=3"))
-        print(verdict("streaming_4mb_vs_1mb", asm4 / asm1, "<=4.5"))
+        print(verdict("streaming_growth_vs_json_loads", grow_ours / grow_theirs, "<=1.15"))
         print(verdict("streaming_reparse_growth_per_doubling", min(doublings), ">=3"))
 
 

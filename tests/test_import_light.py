@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "toolkit"
 PRESENTATION = ("sympy", "matplotlib", "ipywidgets", "IPython", "nbformat", "toolkit.present")
@@ -19,7 +21,7 @@ PRESENTATION = ("sympy", "matplotlib", "ipywidgets", "IPython", "nbformat", "too
 # (rfc3987_syntax alone builds a grammar for about a second), so `import toolkit` must not.
 FORMAT_EXTRAS = ("rfc3987_syntax", "rfc3339_validator", "rfc3986_validator", "webcolors", "fqdn",
                  "isoduration", "uri_template", "jsonpointer", "lark")
-HEAVY = ("numpy",)
+HEAVY = ("numpy", "openai", "anthropic", "httpx2", "mcp")
 
 
 def loaded_after(statement: str) -> set[str]:
@@ -109,3 +111,41 @@ def test_the_static_check_sees_every_import_form(tmp_path, monkeypatch):
         "toolkit/chapter.py:6 imports sympy.Symbol",
         "toolkit/chapter.py:7 imports ipywidgets",
     ]
+
+
+FIRST_CHECK = """
+import toolkit as tk
+from toolkit.worlds import CREATE_INVOICE, Books
+books = Books(orders={"order-431": {"approved": True}})
+host = tk.Host.of([tk.Tool(CREATE_INVOICE, books.issue)], tk.Caller("a", frozenset({"billing.write"})), books)
+assert host.check(tk.request("create_invoice", {"order_id": "order-431", "amount": 100, "currency": "EUR",
+                                                "idempotency_key": "k"})).legal == 1
+"""
+
+
+def test_the_first_verdict_defers_the_format_grammar_and_leaves_no_stand_in_behind():
+    import importlib.util
+
+    if importlib.util.find_spec("rfc3987_syntax") is None:
+        pytest.skip("rfc3987_syntax is not installed here: nothing to defer")
+    modules = loaded_after(FIRST_CHECK)
+    assert "jsonschema" in modules and "rfc3987_syntax" not in modules and "lark" not in modules
+
+
+def test_format_checking_is_unchanged_for_code_that_asks_for_it():
+    import importlib.util
+
+    if importlib.util.find_spec("rfc3987_syntax") is None:
+        pytest.skip("rfc3987_syntax is not installed here")
+    code = FIRST_CHECK + """
+import sys, jsonschema
+checker = jsonschema.FormatChecker()
+assert "iri" in checker.checkers
+assert checker.conforms("https://example.org/caf\\u00e9", "iri") and not checker.conforms("::not an iri<>", "iri")
+import rfc3987_syntax
+assert type(rfc3987_syntax).__name__ == "module" and rfc3987_syntax.__spec__ is not None
+assert rfc3987_syntax.is_valid_syntax("iri", "https://example.org/") is True
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

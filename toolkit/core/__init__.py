@@ -12,6 +12,9 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "redaction": ("is_secret_name", "name_parts", "redact", "redact_arguments", "REDACTED", "scrub", "scrub_error",
                   "scrub_value", "SECRET_NAME", "SECRET_PAIRS", "secret_values", "SECRET_WORDS", "spellings",
                   "summarize", "TOKEN_SHAPES"),
+    "lazy_formats": ("DEFERRED", "import_jsonschema"),
+    "patterns": ("additional_names", "ecma_additional_properties", "ecma_pattern_keyword", "ecma_pattern_properties",
+                 "ecma_regex", "is_ecma_regex", "pattern_matches", "pattern_problems", "schema_patterns"),
     "schema": ("compile_schema", "json_type", "parse_arguments", "schema_errors"),
     "contracts": ("CheckResult", "Condition", "Contract", "ContractError", "Retry"),
     "results": ("FailureClass", "MEANING", "NEXT_STEP", "POINTS_AT", "Status", "ToolFailure", "ToolResult"),
@@ -24,6 +27,4 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "safeguards": ("lean_path", "required_safeguards", "SAFEGUARDS", "TaskProperties", "WHEN_TO_USE"),
     "hostile": ("call_id_error", "call_id_problem", "duplicate_call_id_error", "not_a_call_error", "shown_call_id",
                 "shown_name", "unknown_tool_error"),
-    "patterns": ("additional_names", "ecma_additional_properties", "ecma_pattern_keyword", "ecma_pattern_properties",
-                 "ecma_regex", "is_ecma_regex", "pattern_matches", "pattern_problems", "schema_patterns"),
 })

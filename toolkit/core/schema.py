@@ -16,6 +16,7 @@ import sys
 from functools import lru_cache
 from typing import Any, Iterable, Iterator, Mapping
 
+from toolkit.core.lazy_formats import import_jsonschema
 from toolkit.core.errors import SURROGATE, ToolError, echo_text, echo_value, pointer_for, shorten
 from toolkit.core.limits import MAX_ARGUMENT_BYTES, MAX_DEPTH, MAX_ERRORS_PER_CALL
 from toolkit.core.patterns import (additional_names, ecma_additional_properties, ecma_pattern_keyword,
@@ -186,6 +187,7 @@ def json_type(value: Any) -> str:
 @lru_cache(maxsize=None)
 def _validator_class():
     """Draft 2020-12, with patterns read the JSON Schema way (ECMA-262, see ``toolkit.core.patterns``)."""
+    import_jsonschema()                      # first, so the format extras' import-time work is deferred
     from jsonschema import Draft202012Validator, validators
 
     return validators.extend(Draft202012Validator, {"pattern": ecma_pattern_keyword,
@@ -196,6 +198,7 @@ def _validator_class():
 @lru_cache(maxsize=None)
 def _schema_format_checker() -> Any:
     """The format checks a schema itself must pass, with ``regex`` meaning an ECMA-262 pattern."""
+    import_jsonschema()
     from jsonschema import FormatChecker
 
     checker = FormatChecker()

@@ -1,0 +1,56 @@
+"""Chapter 02: jsonschema without the second its optional format checkers spend at import.
+
+Where the optional format packages are installed (JupyterLab's own dependencies bring
+them), ``import jsonschema`` imports every one of them, and one, ``rfc3987_syntax``,
+builds a grammar at import time: about a second, paid on the first check of every
+kernel. The course never validates ``format: iri``. ``import_jsonschema`` imports
+jsonschema with that one module deferred: jsonschema still registers its ``iri``
+checks, and the first time one runs, the real module is imported and used. Nothing is
+left behind: once jsonschema is imported, ``rfc3987_syntax`` is not in ``sys.modules``
+until something really uses it, and then it is the real module, for everyone.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import threading
+import types
+from typing import Any
+
+#: The optional format module whose import-time work is deferred until a check needs it.
+DEFERRED = "rfc3987_syntax"
+_LOCK = threading.Lock()
+
+
+def import_jsonschema() -> Any:
+    """``jsonschema``, imported once, with ``DEFERRED`` loaded only when an ``iri`` format is really checked."""
+    with _LOCK:
+        if "jsonschema" in sys.modules or DEFERRED in sys.modules or importlib.util.find_spec(DEFERRED) is None:
+            return importlib.import_module("jsonschema")
+        stand_in = types.ModuleType(DEFERRED)
+        stand_in.is_valid_syntax = _deferred_is_valid_syntax(stand_in)
+        sys.modules[DEFERRED] = stand_in
+        try:
+            return importlib.import_module("jsonschema")
+        finally:
+            if sys.modules.get(DEFERRED) is stand_in:
+                del sys.modules[DEFERRED]
+
+
+def _deferred_is_valid_syntax(stand_in: types.ModuleType) -> Any:
+    """The one function jsonschema takes from ``DEFERRED``: it imports the real module on first call."""
+    real: list[Any] = []
+
+    def is_valid_syntax(*args: Any, **kwargs: Any) -> Any:
+        if not real:
+            with _LOCK:
+                if sys.modules.get(DEFERRED) is stand_in:
+                    del sys.modules[DEFERRED]
+                real.append(importlib.import_module(DEFERRED).is_valid_syntax)
+        return real[0](*args, **kwargs)
+
+    return is_valid_syntax
+
+
+__all__ = ["DEFERRED", "import_jsonschema"]
