@@ -3,18 +3,22 @@
     python scripts/make_exercises.py           # write exercises/NN_x.ipynb for every solutions/NN_x.ipynb
     python scripts/make_exercises.py --check   # write nothing; exit 1 and name every file that drifted
 
+This does what nbgrader's ``ClearSolutions`` and ``ClearOutput`` do (tests/test_exercise_pipeline.py
+compares the two on every solution), so ``nbgrader generate_assignment`` gives the same exercise.
 In a solution's code cell, every region from a line ``### BEGIN SOLUTION`` to a line
-``### END SOLUTION`` (both included) becomes ``raise NotImplementedError()`` at the
-region's indentation. Text after the BEGIN marker becomes a hint for the student::
+``### END SOLUTION`` (both included) becomes nbgrader's stub at the region's indentation. A hint
+for the student goes on a comment line above the region, where it survives::
 
     def bit(test):                               def bit(test):
-        ### BEGIN SOLUTION return 1 or 0             # YOUR CODE HERE: return 1 or 0
-        return 1 if test.passed else 0     ->        raise NotImplementedError()
+        # return 1 or 0                              # return 1 or 0
+        ### BEGIN SOLUTION                 ->        # YOUR CODE HERE
+        return 1 if test.passed else 0               raise NotImplementedError()
         ### END SOLUTION
 
-All outputs are cleared and execution counts set to None; cell ids, tags (``check``) and
-everything else are kept. The file is written with ``nbformat.write``, so the same solution
-always gives the same bytes.
+Like nbgrader, a cell holding a region must be marked as a solution cell (``metadata.nbgrader.solution``),
+and a cell tagged ``check`` must be a graded, locked test cell with points. All outputs are cleared and
+execution counts set to None; cell ids, tags and metadata are kept. The file is written with
+``nbformat.write``, so the same solution always gives the same bytes.
 """
 from __future__ import annotations
 
@@ -30,8 +34,7 @@ from run_notebooks import text_of  # noqa: E402  (one writer for every stored no
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
-STUB = "raise NotImplementedError()"
-HINT = "# YOUR CODE HERE: "
+STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")   # nbgrader's python code_stub
 
 
 class ExerciseError(ValueError):
@@ -48,11 +51,11 @@ def stub_source(source: str, where: str = "cell") -> str:
             if inside:
                 raise ExerciseError(f"{where}, line {number}: {BEGIN} inside an open solution region")
             inside = True
+            if text != BEGIN:
+                raise ExerciseError(f"{where}, line {number}: nothing may follow {BEGIN} on its line (nbgrader "
+                                    "drops that line): put the hint on a comment line above it")
             indent = line[: len(line) - len(line.lstrip())]
-            note = text[len(BEGIN):].strip(" :-")
-            if note:
-                out.append(indent + HINT + note)
-            out.append(indent + STUB)
+            out.extend(indent + stub for stub in STUB)
         elif text.startswith(END):
             if not inside:
                 raise ExerciseError(f"{where}, line {number}: {END} without a {BEGIN} before it")
@@ -65,8 +68,20 @@ def stub_source(source: str, where: str = "cell") -> str:
 
 
 def has_region(source: str) -> bool:
-    """True when ``source`` holds at least one solution marker line."""
-    return any(line.strip().startswith((BEGIN, END)) for line in source.split("\n"))
+    """True when ``source`` holds a solution marker (nbgrader looks for the words anywhere on a line)."""
+    return any(marker.lstrip("# ") in line for line in source.split("\n") for marker in (BEGIN, END))
+
+
+def check_metadata(cell: Any, where: str) -> None:
+    """Refuse a cell whose nbgrader metadata does not match its role (what ``generate_assignment`` needs)."""
+    grader = cell.metadata.get("nbgrader", {})
+    if has_region(cell.source) and not grader.get("solution"):
+        raise ExerciseError(f"{where}: a solution region in a cell not marked nbgrader solution: true")
+    if "check" in cell.metadata.get("tags", []):
+        if not (grader.get("grade") and grader.get("locked") and grader.get("points") and grader.get("grade_id")):
+            raise ExerciseError(f"{where}: a check cell must be an nbgrader test: grade, locked, points, grade_id")
+        if grader.get("solution"):
+            raise ExerciseError(f"{where}: a check cell cannot also be a solution cell")
 
 
 def make_exercise(solution: Any, name: str = "notebook") -> Any:
@@ -79,6 +94,7 @@ def make_exercise(solution: Any, name: str = "notebook") -> Any:
             if has_region(cell.source):
                 raise ExerciseError(f"{name}, cell {index}: solution markers are only allowed in code cells")
             continue
+        check_metadata(cell, f"{name}, cell {index}")
         cell.source = stub_source(cell.source, f"{name}, cell {index}")
         cell.outputs = []
         cell.execution_count = None

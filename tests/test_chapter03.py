@@ -1,6 +1,7 @@
 """Chapter 3, Agent-427's import failure: the panel driven from Python, and the chapter's facts recomputed."""
 import dataclasses
 import difflib
+import html
 import itertools
 import subprocess
 import sys
@@ -66,8 +67,11 @@ def test_panel_starts_legal_and_names_every_blocking_test_for_all_eight_switch_s
                                                           (declared, holds_write, exported)) if not on)
         assert verdict.blocked_by == expected_blocked, (declared, holds_write, exported, shown)
         assert verdict.legal == int(declared and holds_write and exported)
-        assert verdict.lines()[3] in panel.view.value              # what the browser renders agrees
-        assert ("#1a7f37" in panel.view.value) == bool(verdict.legal)   # green only when legal
+        assert verdict.lines()[3] in html.unescape(panel.view.value)     # the page's text form agrees
+        assert f"data-legal='{verdict.legal}'" in panel.view.value        # and so does the drawing
+        for test in verdict.tests:                                        # one light per test, in its state
+            state = {"pass": "pass", "fail": "fail", "not evaluable": "not-evaluable"}[test.outcome.value]
+            assert f"data-test='{test.name}' data-state='{state}'" in panel.view.value
         assert ("schema_ok fail          " + "; ".join(SCHEMA_LINES) in shown) == (not declared)
         assert ("caller lacks fs.write" in shown) == (not holds_write)
         assert (EXPORT_LINE in shown) == (not exported)

@@ -333,23 +333,20 @@ def test_prose_does_not_point_at_a_text_the_student_never_saw():
             assert phrase not in markdown, f"{path.name}: {phrase!r}"
 
 
-def harness(namespace: dict) -> dict:
-    """Run the exercise's import cell and its harness cell (the one that defines ``run``) in ``namespace``."""
-    nb = nbformat.read(SOLUTION, as_version=4)
-    cells = [c.source for c in nb.cells if c.cell_type == "code"]
-    exec(cells[0], namespace)
-    exec(next(src for src in cells if "def run(" in src), namespace)
-    return namespace
+def test_exercise_harness_says_plainly_when_the_platform_has_no_fork(monkeypatch):
+    """The exercise's crash-and-race harness (toolkit.worlds.exercise_ledger) needs fork; without it, one plain
+    sentence, before any file or process is made."""
+    import tempfile
 
+    from toolkit.worlds import exercise_ledger
 
-def test_exercise_harness_says_plainly_when_the_platform_has_no_fork(monkeypatch, capsys):
-    ns = harness({})
-    capsys.readouterr()                                   # the import cell prints the order
     made = []
-    monkeypatch.setattr(ns["tempfile"], "mkdtemp", lambda **kw: made.append(kw) or "/nonexistent")
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda **kw: made.append(kw) or "/nonexistent")
     monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])    # as on Windows
-    with pytest.raises(RuntimeError, match="needs fork"):
-        ns["run"](lambda conn, arguments, effect, record: None, "none")
+    for run in (lambda: exercise_ledger.attempts(lambda conn, args: None, "none"),
+                lambda: exercise_ledger.race_requests(lambda conn, args: None)):
+        with pytest.raises(RuntimeError, match="needs fork"):
+            run()
     assert made == [], "the harness must stop before it creates any file or process"
     markdown = "\n".join(c.source for c in nbformat.read(SOLUTION, as_version=4).cells if c.cell_type == "markdown")
     assert "Windows" in markdown and "fork" in markdown and "WSL" in markdown

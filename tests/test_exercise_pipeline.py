@@ -3,10 +3,15 @@
 * the generator turns a solution region into a stub and clears outputs (tested on a tiny notebook);
 * the committed exercises are exactly what the generator makes from today's solutions (no drift);
 * every solution runs clean, and every check cell (tag ``check``) fails on the generated stub,
-  so a check cell cannot pass without the student's code.
+  so a check cell cannot pass without the student's code;
+* the generator gives what nbgrader's own ``ClearSolutions`` and ``ClearOutput`` give, on every solution, and
+  the solutions carry the metadata ``nbgrader generate_assignment`` needs (solution cells, graded check cells);
+* checks that teach: each common mistake a check's hint names, written into the solution, stops in that check
+  with exactly that hint (an AssertionError, never a raw exception), and a second correct style passes.
 """
 from __future__ import annotations
 
+import copy
 import importlib.util
 from pathlib import Path
 
@@ -33,7 +38,8 @@ runner = _script("run_notebooks")
 SOLVED = '''\
 def legal(schema_ok, auth_ok, pre):
     """1 when all three tests pass."""
-    ### BEGIN SOLUTION multiply the three bits
+    # multiply the three bits
+    ### BEGIN SOLUTION
     bits = [int(bool(t)) for t in (schema_ok, auth_ok, pre)]
     return bits[0] * bits[1] * bits[2]
     ### END SOLUTION
@@ -46,10 +52,12 @@ answer = legal(1, 1, 1)
 STUBBED = '''\
 def legal(schema_ok, auth_ok, pre):
     """1 when all three tests pass."""
-    # YOUR CODE HERE: multiply the three bits
+    # multiply the three bits
+    # YOUR CODE HERE
     raise NotImplementedError()
 
 answer = 0
+# YOUR CODE HERE
 raise NotImplementedError()'''
 
 CHECK = ('assert legal(1, 1, 1) == 1, "(1,1,1): every test passed, so the call is legal"\n'
@@ -57,9 +65,15 @@ CHECK = ('assert legal(1, 1, 1) == 1, "(1,1,1): every test passed, so the call i
          'assert answer == 1, "answer should be the indicator for (1,1,1)"')
 
 
+SOLUTION_CELL = {"grade": False, "grade_id": "tiny_answer", "locked": False, "schema_version": 3, "solution": True,
+                 "task": False}
+CHECK_CELL = {"grade": True, "grade_id": "tiny_check", "locked": True, "points": 1, "schema_version": 3,
+              "solution": False, "task": False}
+
+
 def tiny_solution():
-    solved = new_code_cell(SOLVED, execution_count=1)
-    check = new_code_cell(CHECK, execution_count=2, metadata={"tags": ["check"]},
+    solved = new_code_cell(SOLVED, execution_count=1, metadata={"nbgrader": dict(SOLUTION_CELL)})
+    check = new_code_cell(CHECK, execution_count=2, metadata={"tags": ["check"], "nbgrader": dict(CHECK_CELL)},
                           outputs=[new_output("stream", name="stdout", text="ok\n")])
     nb = new_notebook(cells=[new_markdown_cell("# Tiny exercise"), solved, check])
     nb.metadata["kernelspec"] = dict(runner.KERNELSPEC)
@@ -94,10 +108,23 @@ def test_generation_is_deterministic():
     ("### BEGIN SOLUTION\nx = 1", "never closed"),
     ("x = 1\n### END SOLUTION", "without a ### BEGIN SOLUTION"),
     ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION", "inside an open solution region"),
+    ("### BEGIN SOLUTION a hint\nx = 1\n### END SOLUTION", "put the hint on a comment line above it"),
 ])
 def test_unbalanced_markers_are_refused(source, problem):
     with pytest.raises(make.ExerciseError, match=problem):
         make.stub_source(source)
+
+
+def test_cells_without_nbgrader_metadata_are_refused():
+    """What stops ``nbgrader generate_assignment``, stopped here first, with the cell named."""
+    nb = tiny_solution()
+    del nb.cells[1].metadata["nbgrader"]
+    with pytest.raises(make.ExerciseError, match="not marked nbgrader solution"):
+        make.make_exercise(nb, "tiny.ipynb")
+    nb = tiny_solution()
+    del nb.cells[2].metadata["nbgrader"]["points"]
+    with pytest.raises(make.ExerciseError, match="must be an nbgrader test"):
+        make.make_exercise(nb, "tiny.ipynb")
 
 
 def test_markers_outside_code_cells_are_refused():
@@ -184,3 +211,369 @@ def test_checks_pass_with_solution_and_fail_with_stub(path):
     assert unguarded_checks(exercise) == [], (
         f"{path.name}: these check cells pass although the student wrote nothing "
         f"(cell indices): {unguarded_checks(exercise)}")
+
+
+# ------------------------------------------------------------------ nbgrader
+def nbgrader_exercise(solution):
+    """What nbgrader's ClearSolutions then ClearOutput make of ``solution`` (a copy)."""
+    nbgrader = pytest.importorskip("nbgrader.preprocessors")
+    nb, resources = copy.deepcopy(solution), {}
+    for preprocessor in (nbgrader.ClearSolutions(), nbgrader.ClearOutput()):
+        nb, resources = preprocessor.preprocess(nb, resources)
+    return nb
+
+
+def comparable(nb) -> list[tuple]:
+    return [(c.cell_type, c.source, c.get("outputs", []), c.get("execution_count")) for c in nb.cells]
+
+
+def test_the_generator_agrees_with_nbgrader_on_the_tiny_notebook():
+    assert comparable(make.make_exercise(tiny_solution())) == comparable(nbgrader_exercise(tiny_solution()))
+
+
+@pytest.mark.skipif(not SOLUTIONS, reason="no solutions/*.ipynb yet")
+@pytest.mark.parametrize("path", SOLUTIONS, ids=[p.stem for p in SOLUTIONS])
+def test_the_generator_agrees_with_nbgrader(path):
+    solution = nbformat.read(path, as_version=4)
+    ours = make.make_exercise(solution, path.name)
+    assert comparable(ours) == comparable(nbgrader_exercise(solution)), (
+        f"{path.name}: scripts/make_exercises.py and nbgrader's ClearSolutions disagree")
+
+
+@pytest.mark.skipif(not SOLUTIONS, reason="no solutions/*.ipynb yet")
+@pytest.mark.parametrize("path", SOLUTIONS, ids=[p.stem for p in SOLUTIONS])
+def test_solutions_carry_nbgrader_metadata(path):
+    """Solution cells are nbgrader solution cells; check cells are graded, locked tests with points; ids unique."""
+    nb = nbformat.read(path, as_version=4)
+    ids, points = [], 0
+    for index, cell in enumerate(nb.cells):
+        grader = cell.metadata.get("nbgrader")
+        if cell.cell_type == "code" and make.has_region(cell.source):
+            assert grader and grader["solution"] and not grader["grade"], f"{path.name}, cell {index}: not a solution"
+        elif "check" in cell.metadata.get("tags", []):
+            assert grader and grader["grade"] and grader["locked"] and not grader["solution"], (
+                f"{path.name}, cell {index}: a check cell must be a graded, locked nbgrader test")
+            assert grader["points"] > 0
+            points += grader["points"]
+        else:
+            assert grader is None, f"{path.name}, cell {index}: a plain cell carries nbgrader metadata"
+            continue
+        assert grader["schema_version"] == 3 and grader["grade_id"]
+        ids.append(grader["grade_id"])
+    assert points > 0 and len(ids) == len(set(ids)), f"{path.name}: grade ids must be unique: {ids}"
+
+
+# ------------------------------------------------------------------ checks that teach
+# Each row: (exercise, mistake, old, new, hint). ``old`` is a piece of the worked solution that occurs exactly
+# once; ``new`` is what a student who makes that mistake writes instead. Run so, the notebook must stop in a
+# check with an AssertionError whose message holds ``hint``: the words the check has for that mistake.
+EX01_OPEN_AND_CATCH = '''path = call.arguments["path"]
+    import os
+    base = os.path.realpath(tree.ws)
+    real = os.path.realpath(os.path.join(base, path))
+    if os.path.commonpath([base, real]) != base:
+        refused = tk.ToolError("path_refused", "$.path", "the path leads outside the workspace", received=path)
+        return rejected(tk.FailureClass.AUTHORIZATION, [refused], call.call_id)
+    try:
+        with open(real, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        missing = tk.ToolError("precondition_failed", "$.path", f"no readable file there ({exc.strerror})")
+        return rejected(tk.FailureClass.PRECONDITION, [missing], call.call_id)
+    return tk.ToolResult(call.call_id, tk.Status.SUCCEEDED, output={"path": path, "content": data.decode()},
+                         evidence={"size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+    ### END SOLUTION'''
+EX01_LADDER = '''path = call.arguments["path"]
+    try:
+        WS.check(path)          # rungs 1-2: as text, then following links; nothing is opened
+        got = WS.read(path)     # rung 3: open without following links, re-check, read at most the cap
+    except tk.PathRefused as refusal:
+        return rejected(refusal.failure_class, [refusal.error], call.call_id)
+    return tk.ToolResult(call.call_id, tk.Status.SUCCEEDED, output={"path": path, "content": got.text},
+                         evidence=got.evidence())
+    ### END SOLUTION'''
+EX01_TEXT_ONLY = '''path = call.arguments["path"]
+    if path.startswith("/") or ".." in path:
+        refused = tk.ToolError("path_refused", "$.path", "the path leads outside the workspace", received=path)
+        return rejected(tk.FailureClass.AUTHORIZATION, [refused], call.call_id)
+    try:
+        data = (tree.ws / path).read_bytes()
+    except OSError:
+        missing = tk.ToolError("precondition_failed", "$.path", "no readable file there")
+        return rejected(tk.FailureClass.PRECONDITION, [missing], call.call_id)
+    return tk.ToolResult(call.call_id, tk.Status.SUCCEEDED, output={"path": path, "content": data.decode()},
+                         evidence={"size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+    ### END SOLUTION'''
+EX05_OUTSIDE = '''    found = find(conn, arguments["idempotency_key"])
+    if found:
+        return found["invoice"]
+    with transaction(conn):
+        invoice = effect(conn, arguments)
+        record(conn, arguments, invoice)
+    return invoice
+    ### END SOLUTION'''
+EX05_ATOMIC = '''    with transaction(conn):
+        found = find(conn, arguments["idempotency_key"])
+        if found:
+            return found["invoice"]
+        invoice = effect(conn, arguments)
+        record(conn, arguments, invoice)
+    return invoice
+    ### END SOLUTION'''
+
+MISTAKES = [
+    ("01_read_file_hands_on", "an undeclared field is not reported when path is missing",
+     '    errors = [tk.ToolError("unexpected_property"',
+     '    if "path" not in arguments:\n        return [tk.ToolError("missing_required", "$.path", "missing")]\n'
+     '    errors = [tk.ToolError("unexpected_property"',
+     "an undeclared field and no path: report both"),
+    ("01_read_file_hands_on", "a refusal under another id",
+     "return rejected(tk.FailureClass.SCHEMA, problems, call.call_id)",
+     'return rejected(tk.FailureClass.SCHEMA, problems, "call_0")',
+     "A result must carry its call's id"),
+    ("01_read_file_hands_on", "a peek at the file before the path check",
+     "        WS.check(path)          # rungs 1-2",
+     "        try:\n            open(tree.ws / path, 'rb').close()\n        except OSError:\n            pass\n"
+     "        WS.check(path)          # rungs 1-2",
+     "the path check must refuse BEFORE anything is opened"),
+    ("01_read_file_hands_on", "a path judged as text only (links followed)", EX01_LADDER, EX01_TEXT_ONLY,
+     "a link whose target lies outside the workspace"),
+    ("01_read_file_hands_on", "a Preview is treated as a call",
+     "    if not isinstance(call, tk.ToolCall):", "    if call is None:",
+     "a preview shows progress, it is not a request"),
+    ("01_read_file_hands_on", "its own parse of the fragments, under the stream's id",
+     '    assembler = Assembler()\n    assembler.add(0, call_id="call_s1", name="read_file")\n',
+     '    import json\n    try:\n        arguments = json.loads("".join(fragments))\n    except ValueError:\n'
+     '        return [tk.ToolResult("call_s1", tk.Status.REJECTED, failure_class=tk.FailureClass.SCHEMA,\n'
+     '                              reason="stream_incomplete")]\n'
+     '    return [execute(tk.ToolCall("read_file", arguments, "call_s1"))]\n'
+     '    assembler = Assembler()\n    assembler.add(0, call_id="call_s1", name="read_file")\n',
+     "the JSON looks whole, but no completion signal came"),
+    ("01_read_file_hands_on", "the stream's stop reason is ignored",
+     "for item in assembler.finish(stop_reason)]", 'for item in assembler.finish("tool_calls")]',
+     "the JSON looks whole, but no completion signal came"),
+    ("02_send_email_contract", "extra fields allowed", '        "additionalProperties": False,\n', "",
+     "extra fields must be refused"),
+    ("02_send_email_contract", "a message called safe to retry with a key",
+     "    retry=tk.Retry.UNSAFE,", "    retry=tk.Retry.SAFE_WITH_KEY,", "a retry of send_email sends a second message"),
+    ("02_send_email_contract", "the predicate's arguments swapped",
+     "lambda args, world: args[\"to\"] in world", "lambda world, args: args[\"to\"] in world",
+     "it is called as predicate(args, world)"),
+    ("02_send_email_contract", "two things changed in one attempt",
+     'schema_blocked = (tk.request("send_email", {**message, "bcc": "everyone@example.org"}), sender)',
+     'schema_blocked = (tk.request("send_email", {**message, "bcc": "everyone@example.org"}), tk.Caller("intern"))',
+     "Change one thing at a time"),
+    ("03_inspect_exports", "a module imported to read its exports",
+     "        exports = read_exports(root, module)\n        if isinstance(exports, tk.ToolError):",
+     "        try:\n            sys.path.insert(0, str(root))\n            __import__(module)\n"
+     "        except Exception:\n"
+     "            pass\n        finally:\n            sys.path.remove(str(root))\n"
+     "        exports = read_exports(root, module)\n        if isinstance(exports, tk.ToolError):",
+     "never import them to find out what they export"),
+    ("03_inspect_exports", "only top-level imports read",
+     "for n in ast.walk(ast.parse(code))", "for n in ast.parse(code).body", "an import inside a function"),
+    ("03_inspect_exports", "exports inspected although no name was wrong",
+     '        return "propose_again", None', '        return "inspect_exports", None', "only the fields are wrong"),
+    ("04_choosing_calls", "an illegal option picked", "        if option.legal != 1:\n            continue\n", "",
+     "the shell shortcut scores 11 but is illegal"),
+    ("04_choosing_calls", "a tie goes to the later option", "score > best_score", "score >= best_score",
+     "on a tie keep the earlier option"),
+    ("04_choosing_calls", "the tie point with the sign flipped", "r_star = ((read.value", "r_star = -((read.value",
+     "not a tie"),
+    ("05_atomic_ledger", "no key lookup",
+     '    with transaction(conn):\n        found = find(conn, arguments["idempotency_key"])\n        if found:\n'
+     '            return found["invoice"]\n        invoice = effect(conn, arguments)',
+     '    with transaction(conn):\n        invoice = effect(conn, arguments)',
+     "Look the key up with find(conn, key) first"),
+    ("05_atomic_ledger", "the effect and the key in two transactions",
+     EX05_ATOMIC,
+     EX05_ATOMIC.replace("        record(conn, arguments, invoice)\n",
+                         "    with transaction(conn):\n        record(conn, arguments, invoice)\n"),
+     "Put effect(...) and record(...) in ONE `with transaction(conn):` block"),
+    ("05_atomic_ledger", "the key looked up outside the transaction", EX05_ATOMIC, EX05_OUTSIDE,
+     "Do the lookup INSIDE"),
+    ("05_atomic_ledger", "a reused key replayed without comparing",
+     '            if found["fingerprint"] != fingerprint(arguments):\n'
+     '                return {"error": "idempotency_conflict"}\n',
+     "", "the key came back with amount 99.0 instead of 120.0"),
+    ("05_atomic_ledger", "the arguments compared as text",
+     'found["fingerprint"] != fingerprint(arguments)', 'found["fingerprint"] != str(arguments)',
+     "Compare fingerprint(arguments) with the stored fingerprint"),
+    ("06_backoff_step", "one retry too many", "    if n >= n_max:\n        return \"escalate\"",
+     "    if n > n_max:\n        return \"escalate\"", "there is never a fifth retry"),
+    ("06_backoff_step", "the delay grown by one step, not multiplied", "beta * d)", "d + 1)",
+     "the next state is (3, 4)"),
+    ("06_backoff_step", "a wait granted at the escalation", 
+     '        action, (n_next, d_next) = backoff_step(n, d, beta, n_max)\n        if action == "escalate":\n'
+     '            return granted\n        granted.append(d)',
+     '        action, (n_next, d_next) = backoff_step(n, d, beta, n_max)\n        granted.append(d)\n'
+     '        if action == "escalate":\n            return granted', "the waits are 1, 2, 4, 8"),
+    ("06_backoff_step", "any key allowed", "return bool(original_key) and retry_key == original_key",
+     "return True", "a new key is a new act"),
+    ("06_backoff_step", "a key trusted to make a message safe", "    return False\n    ### END SOLUTION",
+     "    return bool(original_key)\n    ### END SOLUTION", "not even a key makes it safe"),
+    ("07_violation_rate", "rows counted instead of calls",
+     "    return len(hit & calls), len(calls)",
+     "    hits = sum(1 for e in events if e['kind'] == 'transition' and failure_class in e['failure'].split(','))\n"
+     "    return hits, len(calls)", "count calls, not rows"),
+    ("07_violation_rate", "the failure field searched as text", 'failure_class in e["failure"].split(",")',
+     'failure_class in e["failure"]', "split the field on commas"),
+    ("07_violation_rate", "no story for an unknown call is an error", "    if not moves:\n        return None\n", "",
+     "an unknown call id has no story: return None"),
+    ("08_conflicts_and_completion", "two reads of one file called a conflict",
+     "crossed = (set(a_writes) & set(b_reads)) | (set(a_reads) & set(b_writes))",
+     "crossed = (set(a_writes) | set(a_reads)) & (set(b_reads) | set(b_writes))",
+     "two reads of the SAME file still do not conflict"),
+    ("08_conflicts_and_completion", "unknown resources not handled",
+     '    if earlier is None or later is None:\n        return "unknown resources"\n', "",
+     "a call whose resources are unknown must be ordered, not guessed"),
+    ("08_conflicts_and_completion", "calls handed out before the completion event",
+     "        if not self.finished or self.stop_reason not in self.COMPLETE:",
+     "        if self.finished and self.stop_reason not in self.COMPLETE:",
+     "a fragment is not a call"),
+    ("08_conflicts_and_completion", "a cut stream trusted", 'COMPLETE = ("tool_calls", "stop")',
+     'COMPLETE = ("tool_calls", "stop", "length")', "finish('length') means the model hit its token limit"),
+    ("08_conflicts_and_completion", "repeats of the name appended",
+     "buf[field] = value if value.startswith(so_far) else so_far + value", "buf[field] = so_far + value",
+     "Set the name once and ignore repeats"),
+    ("08_conflicts_and_completion", "json.loads instead of the strict parser",
+     'arguments, problems = parse_arguments("".join(buf["parts"]))',
+     'arguments, problems = json.loads("".join(buf["parts"])), []', "parse with parse_arguments, not json.loads"),
+    ("09_answering_a_model", "only the good calls echoed", "        if item.call_id is None:\n            continue\n",
+     "        if not isinstance(item, tk.ToolCall):\n            continue\n", "echo EVERY item that has a call"),
+    ("09_answering_a_model", "results written back under the internal id",
+     '"tool_call_id": ids.external(result.call_id, "openai")', '"tool_call_id": result.call_id', "orphan result"),
+    ("09_answering_a_model", "raw arguments re-encoded",
+     "arguments = item.arguments if isinstance(item.arguments, str) else json.dumps(item.arguments)",
+     "arguments = json.dumps(item.arguments)", "send the refused call's raw text back unchanged"),
+    ("09_answering_a_model", "the round budget one short", "    for used in range(1, max_rounds + 1):",
+     "    for used in range(1, max_rounds):", "max_rounds=1 still allows one request"),
+]
+
+# Each row: (exercise, style, old, new): another correct answer, written another way; it must pass every check.
+STYLES = [
+    ("01_read_file_hands_on", "open and catch: resolve the real path, try to open, catch the error",
+     EX01_LADDER, EX01_OPEN_AND_CATCH),
+    ("02_send_email_contract", "a named predicate, other blocked attempts",
+     'lambda args, world: args["to"] in world', 'recipient_allowed',
+     ),
+    ("03_inspect_exports", "a visitor and a ratio for the closest name",
+     "    nodes = sorted((n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.ImportFrom) and n.level == 0),\n"
+     "                   key=lambda n: n.lineno)",
+     "    class Imports(ast.NodeVisitor):\n        def __init__(self):\n            self.found = []\n\n"
+     "        def visit_ImportFrom(self, node):\n            if node.level == 0:\n"
+     "                self.found.append(node)\n\n"
+     "    visitor = Imports()\n    visitor.visit(ast.parse(code))\n"
+     "    nodes = sorted(visitor.found, key=lambda n: n.lineno)"),
+    ("04_choosing_calls", "max over the legal options",
+     "    best, best_score = None, None\n    for option in options:\n"
+     "        if option.legal != 1:\n            continue\n"
+     "        score = option.value - lam_c * option.cost - lam_r * option.risk\n"
+     "        if best_score is None or score > best_score:\n            best, best_score = option.name, score\n"
+     "    return best",
+     "    legal = [o for o in options if o.legal == 1]\n"
+     "    return max(legal, key=lambda o: o.score(lam_c, lam_r)).name if legal else None"),
+    ("05_atomic_ledger", "its own SELECT, one exit",
+     EX05_ATOMIC,
+     '''    import json
+    with transaction(conn):
+        row = conn.execute("SELECT invoice FROM ledger WHERE key = ?", (arguments["idempotency_key"],)).fetchone()
+        if row is None:
+            invoice = effect(conn, arguments)
+            record(conn, arguments, invoice)
+        else:
+            invoice = json.loads(row[0])
+    return invoice
+    ### END SOLUTION'''),
+    ("06_backoff_step", "a closed form for the waits",
+     "    granted, n, d = [], 0, d0\n    while True:",
+     "    return [d0 * beta ** i for i in range(n_max)]\n    granted, n, d = [], 0, d0\n    while True:"),
+    ("07_violation_rate", "a dictionary of failure sets",
+     '''    calls = {e["call_id"] for e in events if e["kind"] == "transition" and e["source"] is None}''',
+     '''    failures = {}
+    for e in events:
+        if e["kind"] == "transition":
+            failures.setdefault(e["call_id"], set()).update(filter(None, e["failure"].split(",")))
+    calls = {e["call_id"] for e in events if e["kind"] == "transition" and e["source"] is None}
+    return len({c for c in calls if failure_class in failures.get(c, ())}), len(calls)'''),
+    ("08_conflicts_and_completion", "set algebra in one expression",
+     "    (a_reads, a_writes), (b_reads, b_writes) = earlier, later",
+     "    ww = sorted(set(earlier[1]) & set(later[1]))\n"
+     "    rw = sorted((set(earlier[1]) & set(later[0])) | (set(earlier[0]) & set(later[1])))\n"
+     "    return f\"write-write {', '.join(ww)}\" if ww else (f\"read-write {', '.join(rw)}\" if rw else \"\")\n"
+     "    (a_reads, a_writes), (b_reads, b_writes) = earlier, later"),
+    ("09_answering_a_model", "a while loop counting the requests",
+     "    for used in range(1, max_rounds + 1):\n        reply = chat.ask()",
+     "    used = 0\n    while used < max_rounds:\n        used += 1\n        reply = chat.ask()"),
+]
+
+
+def with_edit(stem: str, old: str, new: str):
+    """The solution notebook ``stem`` with ``old`` (found exactly once, in a solution cell) replaced by ``new``."""
+    nb = nbformat.read(ROOT / "solutions" / f"{stem}.ipynb", as_version=4)
+    hits = [c for c in nb.cells if c.cell_type == "code" and old in c.source]
+    assert len(hits) == 1 and hits[0].source.count(old) == 1, f"{stem}: the edit must match exactly once: {old!r}"
+    assert hits[0].metadata.get("nbgrader", {}).get("solution"), f"{stem}: an edit may only touch a solution cell"
+    hits[0].source = hits[0].source.replace(old, new)
+    return nb
+
+
+def first_failure(nb) -> tuple[str, str] | None:
+    """(error name, message) of the first cell that fails, or None when every cell runs."""
+    from nbclient.exceptions import CellExecutionError
+
+    try:
+        runner.execute(nb, ROOT / "solutions")
+    except CellExecutionError as exc:
+        return exc.ename, exc.evalue
+    return None
+
+
+def test_every_mistake_row_names_a_check_hint():
+    """A row's hint is words its exercise's check cells really say (so a renamed hint cannot pass by accident)."""
+    for stem, mistake, _old, _new, hint in MISTAKES:
+        nb = nbformat.read(ROOT / "solutions" / f"{stem}.ipynb", as_version=4)
+        checks = " ".join(c.source for c in nb.cells if "check" in c.metadata.get("tags", []))
+        assert hint in checks, f"{stem} ({mistake}): no check cell says {hint!r}"
+
+
+@pytest.mark.parametrize("stem, mistake, old, new, hint", MISTAKES, ids=[f"{m[0][:2]}-{m[1]}" for m in MISTAKES])
+def test_each_common_mistake_fails_with_its_hint(stem, mistake, old, new, hint):
+    failure = first_failure(with_edit(stem, old, new))
+    assert failure is not None, f"{stem}: the mistake '{mistake}' passes every check"
+    name, message = failure
+    assert name == "AssertionError", f"{stem} ({mistake}): a raw {name} instead of a check's words: {message}"
+    assert hint in message, f"{stem} ({mistake}): the check said\n  {message}\nnot the hint for it:\n  {hint}"
+
+
+@pytest.mark.parametrize("stem, style, old, new", STYLES, ids=[f"{s[0][:2]}-{s[1]}" for s in STYLES])
+def test_another_correct_style_passes(stem, style, old, new):
+    nb = with_edit(stem, old, new)
+    if stem.startswith("02_"):      # a named predicate, defined above the contract, and other blocked attempts
+        cell = next(c for c in nb.cells if "SEND_EMAIL = tk.Contract(" in c.source)
+        cell.source = cell.source.replace("### BEGIN SOLUTION\n", "### BEGIN SOLUTION\ndef recipient_allowed(args, "
+                                          "world):\n    return args[\"to\"] in world\n\n\n", 1)
+        cell = next(c for c in nb.cells if "auth_blocked = " in c.source)
+        cell.source = cell.source.replace('tk.Caller("intern")', 'tk.Caller("agent", frozenset({"mail.read"}))')
+    failure = first_failure(nb)
+    assert failure is None, f"{stem}: a correct answer ({style}) is refused: {failure}"
+
+
+def test_the_witness_tells_a_missing_file_inside_from_an_open_outside(tmp_path):
+    """Exercise 01's open-and-catch answer: a failed open of a missing file inside reads nothing; outside is a fault."""
+    from toolkit.files import files_opened, opened_outside, recording_opens
+
+    inside, beside = tmp_path / "ws", tmp_path / "ws_evil"
+    inside.mkdir()
+    beside.mkdir()
+    (inside / "here.txt").write_text("x")
+    (beside / "secret.txt").write_text("SECRET")
+    with recording_opens() as events:
+        for path in (inside / "missing.txt", beside / "missing.txt", inside / "here.txt", beside / "secret.txt"):
+            try:
+                open(path).close()
+            except OSError:
+                pass
+    assert [e.found for e in events] == [False, False, True, True]
+    assert files_opened(events) == ["here.txt", "secret.txt"]
+    assert opened_outside(events, inside) == [str(beside / "missing.txt"), str(beside / "secret.txt")]

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "toolkit"
 MAX_LINES = 350
 #: How far down the one-way street each part of the package sits.
-RANK = {"core": 0, "effects": 1, "wire": 1, "files": 1, "worlds": 2, "present": 3}
+RANK = {"core": 0, "effects": 1, "wire": 1, "files": 1, "live": 2, "mcp": 2, "worlds": 2, "present": 3}
 #: What presentation code may not use: it draws what a concept module computed.
 NOT_IN_PRESENT = ("http", "socket", "sqlite3", "threading", "multiprocessing", "subprocess", "concurrent")
 CHAPTER_LINE = re.compile(r"^Chapters? \d\d(?:(?:-| and |, )\d\d)*: \S")

@@ -35,3 +35,128 @@ def test_scoring_panel_flips_with_the_price_of_risk():
     assert panel.set(lam_r=0.25).endswith("chosen: edit")
     panel.lam_r.value = 1.0
     assert panel.text().endswith("chosen: read") and "chosen: read" in panel.view.value
+
+
+# ------------------------------------------------------------------ the drawings
+import html as _html
+import re as _re
+
+import pytest
+
+from toolkit.present.svg import drawn_html, svg_text
+
+
+def drawn(value: str, attribute: str) -> list[str]:
+    """The values of ``data-<attribute>`` in a panel's drawing, in order."""
+    return _re.findall(rf" data-{attribute}='([^']*)'", value)
+
+
+def states(value: str, attribute: str) -> dict[str, str]:
+    """``{data-<attribute>: data-state}`` for every element that carries both."""
+    return dict(_re.findall(rf" data-{attribute}='([^']*)' data-state='([^']*)'", value))
+
+
+def hidden_text(value: str) -> str:
+    match = _re.search(r"<pre style='[^']*' class='tk-text'>(.*?)</pre>", value, _re.S)
+    assert match, "the panel keeps its text form in the page"
+    return _html.unescape(match.group(1))
+
+
+def test_svg_pieces_escape_what_they_show():
+    piece = svg_text(0, 0, "<b>&\"", data_x="a\"b")
+    assert "&lt;b&gt;&amp;" in piece and "data-x='a&quot;b'" in piece
+    assert hidden_text(drawn_html("<svg></svg>", "a < b\n  c")) == "a < b\n  c"
+
+
+def test_a_drawn_panel_opens_as_the_text_view_did_and_holds_no_double_quote():
+    """A notebook stores each panel widget's short repr; it must read as before the panels drew."""
+    from toolkit.present.stream_panel import StreamPanel
+    from toolkit.present.text_view import pre_html
+
+    panel = StreamPanel("openai_stream.txt", position=3)
+    assert panel.view.value.startswith(pre_html("")[:40]) and '"' not in panel.view.value
+    assert repr(panel.view).startswith("HTML(value=\"<pre style='font-family:var(--jp-")
+
+
+def test_legality_lights_follow_the_boxes_and_show_not_evaluable_as_a_dash():
+    panel = LegalityPanel(scenario, ("schema", "auth", "pre"))
+    assert states(panel.view.value, "test") == {"schema_ok": "pass", "auth_ok": "pass", "Pre": "pass"}
+    assert "data-product='1 × 1 × 1 = 1'" in panel.view.value and hidden_text(panel.view.value) == panel.text()
+    panel.set(auth=False)
+    assert states(panel.view.value, "test")["auth_ok"] == "fail" and drawn(panel.view.value, "verdict") == ["refused"]
+    panel.set(auth=True, schema=False)     # a malformed amount: the later tests cannot be evaluated
+    lights = states(panel.view.value, "test")
+    assert lights["schema_ok"] == "fail"
+    assert "not-evaluable" in lights.values()
+    product = drawn(panel.view.value, "product")[0]
+    assert "–" in product and product.endswith("= 0") and "legal = " in panel.text()   # text form unchanged
+
+
+def test_scoring_drawing_frames_the_chosen_option():
+    read, edit, banned = tk.Option("read", 8, 1, 1), tk.Option("edit", 11, 2, 6), tk.Option("wipe", 30, 0, 0, 0)
+    panel = ScoringPanel([read, edit, banned])
+    assert states(panel.view.value, "option") == {"read": "chosen", "edit": "scored", "wipe": "not-legal"}
+    panel.lam_r.value = 0.25
+    assert states(panel.view.value, "option")["edit"] == "chosen"
+    assert drawn(panel.view.value, "score") == ["6.75", "7.5"]
+    assert hidden_text(panel.view.value) == panel.text()
+
+
+def test_invoice_lanes_draw_the_crash_and_every_invoice():
+    from toolkit.present.invoice_panel import InvoicePanel
+
+    panel = InvoicePanel(durable=True, atomic=False, honours=False, crash="after_effect_before_ledger")
+    value = panel.view.value
+    assert drawn(value, "lane") == ["agent", "ledger", "billing"]
+    assert drawn(value, "crash") == ["t2"]
+    assert drawn(value, "invoice") == ["INV-9", "INV-10"] and drawn(value, "final-invoice") == ["INV-9", "INV-10"]
+    panel.set(honours=True)
+    assert drawn(panel.view.value, "final-invoice") == ["INV-9"] and drawn(panel.view.value, "invoices") == ["1"]
+    panel.set(honours=False, crash="no crash")
+    assert drawn(panel.view.value, "crash") == [] and hidden_text(panel.view.value) == panel.text()
+
+
+def test_retry_axis_draws_one_wait_per_retry_and_the_escalation():
+    from toolkit.present.backoff_panel import BackoffPanel
+
+    panel = BackoffPanel(beta=2, n_max=4, d0=1, jitter="none")
+    assert drawn(panel.view.value, "wait") == ["1", "2", "4", "8"] and drawn(panel.view.value, "escalation") == ["15"]
+    panel.n_max.value = 0
+    assert drawn(panel.view.value, "wait") == [] and drawn(panel.view.value, "escalation") == ["0"]
+    panel.set(n_max=3, jitter="full")
+    assert len(drawn(panel.view.value, "wait")) == 3 and hidden_text(panel.view.value) == panel.text()
+
+
+def test_stream_buffers_fill_until_the_completion_event():
+    from toolkit.present.stream_panel import StreamPanel
+
+    panel = StreamPanel("openai_stream.txt", position=3)
+    assert drawn(panel.view.value, "fragment") == ["1", "2", "3"]
+    assert states(panel.view.value, "call") == {"call_1": "arriving"}
+    panel.slider.value = 11
+    assert set(states(panel.view.value, "call").values()) == {"arriving"}
+    panel.set(12)
+    assert states(panel.view.value, "call") == {"call_1": "complete", "call_2": "complete", "call_3": "complete"}
+    assert hidden_text(panel.view.value) == panel.text()
+    cut = StreamPanel("anthropic_stream_max_tokens.txt")
+    cut.set(cut.slider.max)
+    assert set(states(cut.view.value, "call").values()) == {"refused"}
+
+
+@pytest.mark.parametrize("request_, layers, refused", [
+    ("valid path", {}, None),
+    ("outside path", {}, "path layer"),
+    ("symlink out", {"path": False}, "executor rung 2"),
+    ("cut JSON chunk", {}, "complete call"),
+])
+def test_read_file_ladder_marks_the_rung_that_refused(request_, layers, refused):
+    from toolkit.present.read_file_panel import ReadFilePanel
+
+    with ReadFilePanel() as panel:
+        panel.set(request=request_, path=layers.get("path", True))
+        rungs = states(panel.view.value, "rung")
+        assert [name for name, state in rungs.items() if state == "refused"] == ([refused] if refused else [])
+        if "path" in layers:
+            assert rungs["path layer"] == "off"
+        assert drawn(panel.view.value, "opened") == (["1"] if refused is None else ["0"])
+        assert hidden_text(panel.view.value) == panel.text()

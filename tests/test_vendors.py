@@ -345,3 +345,48 @@ def test_readers_and_checker_never_raise_on_any_json(value):
     for vendor in v.VENDORS:
         messages = value if isinstance(value, list) else [value]
         assert all(isinstance(e, tk.ToolError) for e in v.check_conversation(messages, vendor))
+
+
+# ------------------------------------------- refused calls echoed with their raw arguments (issue 10, "Also fix")
+def _openai_response(arguments):
+    return {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None,
+            "tool_calls": [{"id": "call_good", "type": "function",
+                            "function": {"name": "read_file", "arguments": '{"path": "src/config.ts"}'}},
+                           {"id": "call_bad", "type": "function",
+                            "function": {"name": "read_file", "arguments": arguments}}]}}]}
+
+
+def test_a_call_refused_while_parsing_keeps_its_raw_arguments_and_is_echoed_with_them():
+    ids = IdMap()
+    items = v.openai_calls(_openai_response('{"path": "src/co'), ids)
+    assert isinstance(items[0], tk.ToolCall) and isinstance(items[1], Refusal)
+    assert items[1].arguments == '{"path": "src/co'
+    echoed = v.openai_assistant_message(items, ids)["tool_calls"]
+    assert [(e["id"], e["function"]["arguments"]) for e in echoed] == [
+        ("call_good", '{"path": "src/config.ts"}'), ("call_bad", '{"path": "src/co')]
+    results = [host()[0].execute(items[0]), items[1].result]
+    history = [{"role": "user", "content": "read"}, v.openai_assistant_message(items, ids),
+               *v.openai_tool_messages(results, ids)]
+    assert v.check_conversation(history, "openai") == []          # no orphan result, no unanswered call
+
+
+def test_the_anthropic_writer_keeps_unparseable_arguments_instead_of_emptying_them():
+    ids = IdMap()
+    refusal = v.openai_calls(_openai_response("{not json"), ids)[1]
+    block = v.anthropic_assistant_message([refusal], ids)["content"][0]
+    assert block["input"] == {"unparsed_arguments": "{not json"}
+    good = v.openai_calls(_openai_response('{"path": "a"}'), ids)[1]
+    assert v.anthropic_assistant_message([good], ids)["content"][0]["input"] == {"path": "a"}
+    # the OpenAI writer keeps the same text as it came
+    assert v.openai_assistant_message([refusal], ids)["tool_calls"][0]["function"]["arguments"] == "{not json"
+
+
+def test_an_assistant_message_without_calls_has_no_empty_tool_calls_list():
+    ids = IdMap()
+    assert v.openai_assistant_message([], ids) == {"role": "assistant", "content": ""}
+    assert v.openai_assistant_message([], ids, content="done") == {"role": "assistant", "content": "done"}
+    assert v.anthropic_assistant_message([], ids, content="done") == {
+        "role": "assistant", "content": [{"type": "text", "text": "done"}]}
+    # a refusal with no id to answer is not echoed (it has no result either)
+    orphan = Refusal(None, "read_file", (tk.ToolError("invalid_call", "$", "no id"),), arguments="{}")
+    assert "tool_calls" not in v.openai_assistant_message([orphan], ids)

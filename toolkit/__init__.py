@@ -11,6 +11,8 @@ The package is laid out like the chapter map:
     effects/  chapters 05-07  the ledger rule and the durable ledger, retries, timeouts, records, audit, metrics
     wire/     chapters 01, 08 SSE framing, stream assembly, vendor formats, pairing, scheduling
     files/    chapters 01, 03 path confinement, read_file, edit_file, exports, the open witness, constrained generation
+    live/     chapter 09      a real model through the official SDKs, the same loop, offline on recordings
+    mcp/      chapter 09      the course's tools served over MCP, and the contract host in front of any MCP server
     worlds/   every chapter   scenery: the billing fake and service, the crash harness, Agent-427's folder, ...
     present/  every chapter   widgets, plots and formulas, nothing a test needs
 
@@ -23,8 +25,9 @@ Rules of the house (``tests/test_house_rules.py`` holds them):
 4. Every shared table (the layer map, the key a call carries, stop reasons, result
    pairing, path confinement, SQLite setup) has one definition; everything else imports it.
 5. Imports run one way: ``core``, then ``effects`` / ``wire`` / ``files`` (which do not import
-   each other), then ``worlds``, then ``present``. Inside a part, import from the defining
-   module; from another part, import from the part (``from toolkit.core import ToolCall``).
+   each other), then ``live`` / ``mcp`` / ``worlds`` (nor these), then ``present``. Inside a
+   part, import from the defining module; from another part, import from the part
+   (``from toolkit.core import ToolCall``).
 6. Class and function names are unique across the package.
 7. Whatever starts threads, processes or temporary folders is a context manager that cleans up.
 

@@ -142,8 +142,22 @@ def page(browser):
         context.close()
 
 
+def _latency_rows() -> dict:
+    """This process's latency rows, or (in the controller of an ``-n 2`` run) the workers' ``latency.json``."""
+    if LATENCY:
+        return LATENCY
+    folder = os.environ.get("BROWSER_ARTIFACTS")
+    saved = Path(folder) / "latency.json" if folder else None
+    if saved is not None and saved.exists():
+        import json
+
+        return json.loads(saved.read_text(encoding="utf-8"))
+    return {}
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
-    if not LATENCY and not _ARTIFACTS:
+    latency = _latency_rows()
+    if not latency and not _ARTIFACTS:
         return
     write = terminalreporter.write_line
     shown = {name: value for name, value in FIRST_RUN.items() if not name.startswith("_")}
@@ -151,7 +165,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
         terminalreporter.section("browser: a newcomer's first run (the README's open command)")
         write("   ".join(f"{name} {value}" for name, value in shown.items()))
     terminalreporter.section("browser: click-to-update latency (input event to changed text)")
-    for front_end, rows in sorted(LATENCY.items()):
+    for front_end, rows in sorted(latency.items()):
         for name, row in sorted(rows.items()):
             write(f"{front_end:<6} {name:<36} median {row['median_ms']:>6.1f} ms   worst {row['worst_ms']:>6.1f} ms"
                   f"   ({row['clicks']} clicks on {row['control']!r})")

@@ -34,6 +34,7 @@ def test_every_widget_notebook_has_operations():
     for name, chapter in CHAPTERS.items():
         assert chapter.steps and all(step.shows for step in chapter.steps), f"{name}: every step must check the page"
         assert chapter.flip[0].label == chapter.flip[1].label, f"{name}: the timed flip works one control"
+        assert any(step.draws for step in chapter.steps), f"{name}: no step checks what the panel draws"
 
 
 # ------------------------------------------------------------------ the start page

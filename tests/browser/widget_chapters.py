@@ -13,7 +13,10 @@ Each ``Step`` names a control by the label a student reads beside it:
 * ``select``: a dropdown, set to one of its options.
 
 After a step, every text in ``shows`` must appear in the widget's display, and no text in
-``hides``. ``Chapter.flip`` is a pair of steps that switch the display back and forth; it is
+``hides`` (the panel's text form: hidden from the eye, read by screen readers). The drawing
+must change at every step, every CSS selector in ``draws`` must match an element of it (e.g.
+``[data-test="Pre"][data-state="fail"]``, a red light) and none in ``undraws``.
+``Chapter.flip`` is a pair of steps that switch the display back and forth; it is
 repeated to time the widget (input event to changed text).
 """
 from __future__ import annotations
@@ -38,6 +41,8 @@ class Step:
     value: bool | float | int | str
     shows: tuple[str, ...]          # each must appear in the widget's display afterwards
     hides: tuple[str, ...] = ()     # none may appear
+    draws: tuple[str, ...] = ()     # CSS selectors that must match in the drawing afterwards
+    undraws: tuple[str, ...] = ()   # CSS selectors that must not
 
 
 @dataclass(frozen=True)
@@ -48,16 +53,19 @@ class Chapter:
     summary: str = ""               # what the chapter claims, for failure messages
 
 
-def check(label: str, value: bool, *shows: str, hides: tuple[str, ...] = ()) -> Step:
-    return Step("check", label, value, shows, hides)
+def check(label: str, value: bool, *shows: str, hides: tuple[str, ...] = (), draws: tuple[str, ...] = (),
+          undraws: tuple[str, ...] = ()) -> Step:
+    return Step("check", label, value, shows, hides, draws, undraws)
 
 
-def slider(label: str, value: float, *shows: str, hides: tuple[str, ...] = ()) -> Step:
-    return Step("slider", label, value, shows, hides)
+def slider(label: str, value: float, *shows: str, hides: tuple[str, ...] = (), draws: tuple[str, ...] = (),
+          undraws: tuple[str, ...] = ()) -> Step:
+    return Step("slider", label, value, shows, hides, draws, undraws)
 
 
-def select(label: str, value: str, *shows: str, hides: tuple[str, ...] = ()) -> Step:
-    return Step("select", label, value, shows, hides)
+def select(label: str, value: str, *shows: str, hides: tuple[str, ...] = (), draws: tuple[str, ...] = (),
+          undraws: tuple[str, ...] = ()) -> Step:
+    return Step("select", label, value, shows, hides, draws, undraws)
 
 
 LEGAL = "legal = 1 x 1 x 1 = 1"
@@ -76,13 +84,17 @@ CHAPTERS: dict[str, Chapter] = {
         first=("request    cut JSON chunk", "caught by  the stream assembler", UNTOUCHED),
         steps=(
             select("request", "valid path", "result     call_1: succeeded", "touched    yes: opened config.ts",
-                   hides=("rejected",)),
+                   hides=("rejected",), draws=('[data-rung="the file is read"][data-state="passed"]',),
+                   undraws=('[data-state="refused"]',)),
             select("request", "dot-dot climb", "result     call_1: rejected / authorization",
-                   "caught by  the path layer", UNTOUCHED),
+                   "caught by  the path layer", UNTOUCHED, draws=('[data-rung="path layer"][data-state="refused"]',)),
             check("path layer", False, "layers     schema on | path OFF | business on",
-                  "caught by  the executor (rung 1 of the path ladder)", "rejected / authorization", UNTOUCHED),
+                  "caught by  the executor (rung 1 of the path ladder)", "rejected / authorization", UNTOUCHED,
+                  draws=('[data-rung="path layer"][data-state="off"]',
+                         '[data-rung="executor rung 1"][data-state="refused"]')),
             select("request", "symlink out", "caught by  the executor (rung 2 of the path ladder)",
-                   "rejected / authorization", UNTOUCHED),
+                   "rejected / authorization", UNTOUCHED,
+                   draws=('[data-rung="executor rung 2"][data-state="refused"]',)),
             select("request", "sibling-prefix path", "rejected / authorization", UNTOUCHED),
             check("path layer", True, "layers     schema on | path on | business on",
                   "caught by  the path layer", UNTOUCHED),
@@ -95,12 +107,15 @@ CHAPTERS: dict[str, Chapter] = {
         first=(LEGAL, ALLOWED),
         steps=(
             check("caller holds billing.write", False, "legal = 1 x 0 x 1 = 0", "blocked by: auth_ok",
-                  "caller lacks billing.write", hides=(ALLOWED,)),
-            check("caller holds billing.write", True, LEGAL, ALLOWED, hides=("blocked by",)),
+                  "caller lacks billing.write", hides=(ALLOWED,), draws=('[data-test="auth_ok"][data-state="fail"]',
+                  '[data-verdict="refused"]')),
+            check("caller holds billing.write", True, LEGAL, ALLOWED, hides=("blocked by",),
+                  draws=('[data-verdict="legal"]',), undraws=('[data-state="fail"]',)),
             check("order 431 approved", False, "legal = 1 x 1 x 0 = 0", "blocked by: Pre", hides=(ALLOWED,)),
             check("order 431 approved", True, LEGAL, ALLOWED),
             check("amount is a number", False, "schema_ok fail", "blocked by: schema_ok", "= 0",
-                  hides=(ALLOWED,)),
+                  hides=(ALLOWED,),
+                  draws=('[data-test="schema_ok"][data-state="fail"]', '[data-state="not-evaluable"]')),
             check("amount is a number", True, LEGAL, ALLOWED),
         ),
         flip=(check("caller holds billing.write", False, "blocked by: auth_ok"),
@@ -112,13 +127,14 @@ CHAPTERS: dict[str, Chapter] = {
         first=(LEGAL, ALLOWED),
         steps=(
             check("the imported symbol is exported", False, "legal = 1 x 1 x 0 = 0", "blocked by: Pre",
-                  "symbol not exported", hides=(ALLOWED,)),
+                  "symbol not exported", hides=(ALLOWED,), draws=('[data-test="Pre"][data-state="fail"]',)),
             check("the imported symbol is exported", True, LEGAL, ALLOWED),
             check("the caller holds fs.write", False, "legal = 1 x 0 x 1 = 0", "blocked by: auth_ok",
                   "caller lacks fs.write"),
             check("the caller holds fs.write", True, LEGAL, ALLOWED),
             check("the call uses the declared fields", False, "schema_ok fail", "blocked by: schema_ok",
-                  "required property missing", hides=(ALLOWED,)),
+                  "required property missing", hides=(ALLOWED,), draws=('[data-test="schema_ok"][data-state="fail"]',
+                  '[data-state="not-evaluable"]')),
             check("the call uses the declared fields", True, LEGAL, ALLOWED),
         ),
         flip=(check("the imported symbol is exported", False, "blocked by: Pre"),
@@ -128,8 +144,10 @@ CHAPTERS: dict[str, Chapter] = {
         summary="with risk priced low the eager edit wins; priced at 1 again, reading the script wins",
         first=("lambda_c = 1, lambda_r = 1", "chosen: read the script"),
         steps=(
-            slider("λr (risk)", 0.25, "lambda_r = 0.25", "chosen: eager edit"),
-            slider("λr (risk)", 1.0, "lambda_r = 1", "chosen: read the script"),
+            slider("λr (risk)", 0.25, "lambda_r = 0.25", "chosen: eager edit",
+                   draws=('[data-option="eager edit"][data-state="chosen"]',)),
+            slider("λr (risk)", 1.0, "lambda_r = 1", "chosen: read the script",
+                   draws=('[data-option="read the script"][data-state="chosen"]',)),
             slider("λc (cost)", 0.0, "lambda_c = 0", "chosen: read the script"),
             slider("λc (cost)", 1.0, "lambda_c = 1, lambda_r = 1", "chosen: read the script"),
         ),
@@ -144,14 +162,14 @@ CHAPTERS: dict[str, Chapter] = {
                "invoices for order-431: 1"),
         steps=(
             check(DURABLE, False, "durable key: off", "invoices for order-431: 2 (INV-9, INV-10)",
-                  "died with the process"),
+                  "died with the process", draws=('[data-crash]', '[data-final-invoice="INV-10"]')),
             check(DURABLE, True, "durable key: on", "local ledger replays INV-9", "invoices for order-431: 1",
-                  hides=("INV-10",)),
+                  hides=("INV-10",), draws=('[data-invoices="1"]',), undraws=('[data-final-invoice="INV-10"]',)),
             select("crash", "after_effect_before_ledger", "invoices for order-431: 2"),
             check(ATOMIC, True, "atomic ledger: on", "one SQLite transaction", "invoices for order-431: 1"),
             check(ATOMIC, False, "atomic ledger: off", "invoices for order-431: 2"),
             check(HONOURS, True, "billing honours keys: on", "recognizes the key and returns INV-9",
-                  "invoices for order-431: 1"),
+                  "invoices for order-431: 1", draws=('[data-invoices="1"]',)),
             check(HONOURS, False, "billing honours keys: off", "invoices for order-431: 2"),
         ),
         flip=(select("crash", "after_ledger", "invoices for order-431: 1"),
@@ -162,12 +180,14 @@ CHAPTERS: dict[str, Chapter] = {
         first=("beta=2, n_max=4", "the failure after retry 4 escalates", "total wait before escalating: 15s"),
         steps=(
             slider("β (growth)", 3.0, "beta=3, n_max=4", "the failure after retry 4 escalates",
-                   "total wait before escalating: 40s"),
+                   "total wait before escalating: 40s", draws=('[data-escalation="40"]', '[data-retry="4"]')),
             slider("n_max (retries)", 3, "beta=3, n_max=3", "the failure after retry 3 escalates",
-                   "total wait before escalating: 13s", hides=("retry 4",)),
+                   "total wait before escalating: 13s", hides=("retry 4",), draws=('[data-retry="3"]',),
+                   undraws=('[data-retry="4"]',)),
             select("jitter", "full", "jitter=full, seed 0", "drawn by full jitter"),
             select("jitter", "none", "jitter=none", "total wait before escalating: 13s"),
-            slider("n_max (retries)", 0, "no retry is allowed: the first failure escalates"),
+            slider("n_max (retries)", 0, "no retry is allowed: the first failure escalates",
+                   draws=('[data-escalation="0"]',), undraws=('[data-retry]',)),
             slider("n_max (retries)", 4, "the failure after retry 4 escalates"),
             slider("β (growth)", 2.0, "beta=2, n_max=4", "total wait before escalating: 15s"),
         ),
@@ -179,12 +199,15 @@ CHAPTERS: dict[str, Chapter] = {
         # the chapter's last cells leave the panel on the completion event
         first=("12 of 13 chunks received", "3 complete calls"),
         steps=(
-            slider("chunks", 11, "11 of 13 chunks received", WAITING, hides=("ready for validation",)),
+            slider("chunks", 11, "11 of 13 chunks received", WAITING, hides=("ready for validation",),
+                   draws=('[data-call="call_3"][data-state="arriving"]',), undraws=('[data-state="complete"]',)),
             slider("chunks", 12, "12 of 13 chunks received", "finish_reason 'tool_calls'",
                    "completion event ('tool_calls'): 3 complete calls, ready for validation and execution",
-                   hides=(WAITING,)),
+                   hides=(WAITING,), draws=('[data-call="call_3"][data-state="complete"]',),
+                   undraws=('[data-state="arriving"]',)),
             slider("chunks", 13, "13 of 13 chunks received", "3 complete calls", hides=(WAITING,)),
-            slider("chunks", 0, "0 of 13 chunks received", "chunks so far: none", WAITING),
+            slider("chunks", 0, "0 of 13 chunks received", "chunks so far: none", WAITING,
+                   undraws=('[data-call]', '[data-chunk][data-state="received"]')),
         ),
         flip=(slider("chunks", 12, "3 complete calls"), slider("chunks", 11, WAITING)),
     ),

@@ -159,14 +159,50 @@ def wait_until_shown(page, display, shows: tuple[str, ...], hides: tuple[str, ..
     return display.inner_text()
 
 
-def do_step(page, step: Step, claim: str = "", timeout_ms: int = 10_000) -> str:
-    """Apply ``step`` and wait for the display to show what it must; returns the display's text.
+def drawing_of(display) -> str:
+    """The markup of the panel's drawing (its ``<svg>``); a panel that draws nothing fails."""
+    drawing = display.locator("svg.tk-drawing")
+    assert drawing.count() == 1, f"expected one drawing in the panel, found {drawing.count()}"
+    return drawing.evaluate("(el) => el.outerHTML")
 
-    ``claim`` (what the chapter says the widget does) heads the failure message.
+
+def wait_until_drawn(page, display, step: Step, before: str | None, timeout_ms: int = 10_000, what: str = "") -> str:
+    """Wait until the drawing differs from ``before`` (when given) and matches ``step.draws`` / ``step.undraws``.
+
+    A selector may match the ``<svg>`` itself (its ``data-*`` attributes sum up the state) or any element in it.
     """
+    try:
+        page.wait_for_function(
+            """([el, before, draws, undraws]) => { const svg = el.querySelector('svg.tk-drawing');
+                 return !!svg && (before === null || svg.outerHTML !== before)
+                   && draws.every(s => svg.matches(s) || svg.querySelector(s) !== null)
+                   && undraws.every(s => !svg.matches(s) && svg.querySelector(s) === null); }""",
+            arg=[display.element_handle(), before, list(step.draws), list(step.undraws)], timeout=timeout_ms,
+            polling=20)
+    except Exception as error:  # a Playwright timeout: say what the drawing holds instead
+        found = page.evaluate("""([el, sels]) => { const svg = el.querySelector('svg.tk-drawing');
+            return svg ? sels.map(s => s + ': ' + (svg.querySelectorAll(s).length + (svg.matches(s) ? 1 : 0)))
+                       : ['no drawing']; }""",
+                              [display.element_handle(), list(step.draws + step.undraws)])
+        raise AssertionError(f"{what}: the drawing did not "
+                             + ("change" if before is not None else "show what it must")
+                             + f"; must match {list(step.draws)}, must not match {list(step.undraws)}; "
+                             + f"found {found}") from error
+    return drawing_of(display)
+
+
+def do_step(page, step: Step, claim: str = "", timeout_ms: int = 10_000) -> str:
+    """Apply ``step``; wait for the text form to show what it must and the drawing to change as it must.
+
+    Returns the display's text; ``claim`` (what the chapter says the widget does) heads the failure message.
+    """
+    display = display_of(page, step)
+    before = drawing_of(display)
     apply(page, step)
-    return wait_until_shown(page, display_of(page, step), step.shows, step.hides, timeout_ms,
-                            what=f"{claim + '; ' if claim else ''}after setting {step.label!r} to {step.value!r}")
+    what = f"{claim + '; ' if claim else ''}after setting {step.label!r} to {step.value!r}"
+    text = wait_until_shown(page, display, step.shows, step.hides, timeout_ms, what=what)
+    wait_until_drawn(page, display, step, before, timeout_ms, what=what)
+    return text
 
 
 # ------------------------------------------------------------------ latency
@@ -234,25 +270,40 @@ FIRST_RUN: dict[str, float] = {}
 
 
 def record_latency(front_end: str, name: str, summary: dict, artifacts: Path) -> None:
-    """Keep one widget's latency summary and rewrite ``latency.json`` in the artifacts folder."""
+    """Keep one widget's latency summary and add it to ``latency.json`` in the artifacts folder.
+
+    Under ``pytest -n 2 --dist loadfile`` the Lab and Voila files run in two worker processes sharing
+    ``$BROWSER_ARTIFACTS``: each merges its rows into the file (under a lock) instead of overwriting the other's.
+    """
+    import fcntl
+
     LATENCY.setdefault(front_end, {})[name] = summary
-    (artifacts / "latency.json").write_text(json.dumps(LATENCY, indent=1, sort_keys=True) + "\n",
-                                            encoding="utf-8")
+    target = artifacts / "latency.json"
+    with open(artifacts / ".latency.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        merged = json.loads(target.read_text(encoding="utf-8")) if target.exists() else {}
+        for end, rows in LATENCY.items():
+            merged.setdefault(end, {}).update(rows)
+        target.write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def operate(page, display, chapter, front_end: str, name: str, artifacts: Path, clicks: int = 20) -> dict:
     """Operate a chapter's widget as a student would and return its latency summary.
 
-    Screenshot as first shown, every step of the chapter's table (each must change the display
-    as the chapter says), a screenshot after the first change, then ``clicks`` timed flips.
+    Screenshot (page and panel) as first shown, every step of the chapter's table (each must change
+    the text form and the drawing as the chapter says), screenshots after the first change, then
+    ``clicks`` timed flips.
     """
     display.scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts / f"{front_end}-{name}-1-first.png"))
+    panel = control_box(page, chapter.steps[0]).locator(PANEL_BOX)     # controls and drawing, for a close look
+    panel.screenshot(path=str(artifacts / f"{front_end}-{name}-panel-1-first.png"))
     where = "" if front_end == "lab" else f" ({front_end.capitalize()})"
     for number, step in enumerate(chapter.steps):
         do_step(page, step, f"{name}{where}: {chapter.summary}")
         if number == 0:
             page.screenshot(path=str(artifacts / f"{front_end}-{name}-2-changed.png"))
+            panel.screenshot(path=str(artifacts / f"{front_end}-{name}-panel-2-changed.png"))
     summary = {**summarize(time_flips(page, chapter.flip, clicks)), "control": chapter.flip[0].label}
     record_latency(front_end, name, summary, artifacts)
     return summary

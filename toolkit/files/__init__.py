@@ -19,6 +19,6 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
                   "read_file_switch", "ReadRefused"),
     "refusals": ("AUTHORIZATION_KINDS", "HINTS", "MAX_BYTES", "MAX_NAME_BYTES", "MAX_PATH_BYTES", "PathRefused",
                  "RUNG_NAMES", "shown"),
-    "witness": ("files_opened", "Open", "recording_opens"),
+    "witness": ("files_opened", "Open", "opened_outside", "recording_opens"),
     "workspace": ("RungStep", "Workspace"),
 })

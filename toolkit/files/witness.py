@@ -4,7 +4,16 @@
 ``sys.addaudithook`` hook on the ``open`` event, which both ``open()`` and ``os.open``
 raise *before* the system call. It is how the course proves that a refused request
 touched nothing. Opens made by the import system (loading code and package data) are
-not recorded. ``files_opened(events)`` keeps the files, not the folders.
+not recorded. ``files_opened(events)`` keeps the files, not the folders, that were there.
+
+The hook runs before the system call, so it cannot see whether the open worked; it
+notes whether anything was there to open. A full path to nothing (and no flag that
+creates a file) can only fail: such an ``Open`` has ``found=False``, read nothing, and
+is left out of ``files_opened``, so "try to open, catch the error" passes for a missing
+file inside the workspace. A bare name may be relative to a folder descriptor
+(``dir_fd``), which the event does not carry: it is always counted as opened.
+``opened_outside(events, root)`` lists every full path tried outside ``root``, found
+or not: an attempt out there is a fault even when it failed.
 """
 from __future__ import annotations
 
@@ -17,10 +26,11 @@ from typing import Iterator
 
 @dataclass(frozen=True)
 class Open:
-    """One open the interpreter attempted: the path as given, and whether it opened a folder."""
+    """One open the interpreter attempted: the path as given, whether it opened a folder, whether anything was there."""
 
     path: str
     directory: bool
+    found: bool = True
 
     @property
     def name(self) -> str:
@@ -31,6 +41,7 @@ class Open:
 _ACTIVE: list[list[Open]] = []
 _INSTALLED = False
 _DIRECTORY_FLAG = getattr(os, "O_DIRECTORY", 0)
+_CREATE_FLAG = getattr(os, "O_CREAT", 0)
 
 
 def _from_import_system() -> bool:
@@ -53,7 +64,9 @@ def _hook(event: str, args: tuple) -> None:
     if _from_import_system():
         return
     flags = flags if isinstance(flags, int) else 0
-    _ACTIVE[-1].append(Open(os.fsdecode(os.fspath(path)), bool(flags & _DIRECTORY_FLAG)))
+    text = os.fsdecode(os.fspath(path))
+    found = not os.path.isabs(text) or bool(flags & _CREATE_FLAG) or os.path.lexists(text)
+    _ACTIVE[-1].append(Open(text, bool(flags & _DIRECTORY_FLAG), found))
 
 
 @contextmanager
@@ -84,5 +97,17 @@ def _forget(events: list[Open]) -> None:
 
 
 def files_opened(events: list[Open]) -> list[str]:
-    """The names of the files (not folders) opened: what could have been read."""
-    return [e.name for e in events if not e.directory]
+    """The names of the files (not folders) opened that were there: what could have been read."""
+    return [e.name for e in events if not e.directory and e.found]
+
+
+def opened_outside(events: list[Open], root: str | os.PathLike) -> list[str]:
+    """Every full path tried outside the folder ``root`` (links resolved, whole components compared), found or not."""
+    base = os.path.realpath(root)
+    outside = []
+    for e in events:
+        if os.path.isabs(e.path):
+            real = os.path.realpath(e.path)
+            if os.path.commonpath([base, real]) != base:
+                outside.append(e.path)
+    return outside

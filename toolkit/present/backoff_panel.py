@@ -9,7 +9,8 @@ separately, as a check the student can read beside it.
 from __future__ import annotations
 
 from toolkit.effects import Jitter, RetryPolicy, plan_rows, walk
-from toolkit.present.text_view import pre_html
+from toolkit.present.svg import (AMBER, BLUE, FAINT, GREY, INK, LIGHT_AMBER, MUTED, PAPER, RED, drawn_html,
+                                 svg_circle, svg_figure, svg_line, svg_rect, svg_text)
 
 BAR_WIDTH = 24   # characters of the longest bar in the text view
 
@@ -51,6 +52,55 @@ def plan_text(policy: RetryPolicy, seed: int = 0) -> str:
     if policy.jitter is Jitter.DECORRELATED:
         lines.append("decorrelated jitter draws U(d0, 3 x previous wait), capped by d_max: it does not follow d")
     return "\n".join(lines)
+
+
+def plan_svg(policy: RetryPolicy, seed: int = 0) -> str:
+    """The plan on a time axis: each wait as a bar from one failed attempt to the next, then the escalation point."""
+    rows, last = plan_rows(policy, seed), walk(policy, seed=seed)[-1]
+    width, height, left, right, axis = 760, 200, 40, 720, 150
+    total = sum(r["wait"] for r in rows)
+    planned = sum(r["d"] for r in rows)
+    end = max(total, planned, 1.0)
+    scale = (right - left) / end
+    parts = [svg_rect(0, 0, width, height, PAPER, rx=8),
+             svg_text(16, 22, f"d0 = {policy.d0:g}s · β = {policy.beta:g} · n_max = {policy.n_max} · jitter "
+                              f"{policy.jitter.value}", 13, INK, weight="bold"),
+             svg_line(left, axis, right, axis, MUTED, 1.5)]
+    step = next(s for s in (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000) if end / s <= 12)
+    tick = 0.0
+    while tick <= end + 1e-9:
+        x = left + tick * scale
+        parts += [svg_line(x, axis, x, axis + 5, MUTED), svg_text(x, axis + 18, f"{tick:g}s", 10, MUTED, "middle")]
+        tick += step
+    parts.append(svg_circle(left, axis - 52, 7, RED, data_attempt=0))
+    parts.append(svg_text(left, axis - 66, "call fails", 11, RED, "middle"))
+    clock = planned_clock = 0.0
+    for r in rows:
+        x0 = left + clock * scale
+        if policy.jitter is not Jitter.NONE:
+            px = left + planned_clock * scale
+            parts.append(svg_rect(px, axis - 22, r["d"] * scale, 8, "white", GREY, rx=2, dash="3 2"))
+            planned_clock += r["d"]
+        parts.append(svg_rect(x0, axis - 60, max(r["wait"] * scale, 1.5), 16, LIGHT_AMBER, AMBER, rx=3,
+                              data_wait=f"{r['wait']:g}", data_retry=r["retry"]))
+        if r["wait"] * scale > 34:
+            parts.append(svg_text(x0 + r["wait"] * scale / 2, axis - 48, _seconds(r["wait"]), 10, INK, "middle"))
+        clock += r["wait"]
+        x1 = left + clock * scale
+        parts.append(svg_line(x1, axis - 44, x1, axis, FAINT))
+        parts.append(svg_circle(x1, axis - 52, 6, BLUE, data_attempt=r["retry"]))
+        parts.append(svg_text(x1, axis - 30, f"retry {r['retry']}", 10, BLUE, "middle"))
+    x = left + clock * scale
+    parts.append(svg_line(x, 34, x, axis, RED, 2.5, data_escalation=f"{total:g}"))
+    parts.append(svg_text(min(x + 6, right - 150), 46, f"escalate at {_seconds(total)}", 13, RED, weight="bold"))
+    parts.append(svg_text(min(x + 6, right - 150), 60, last.reason, 10, RED))
+    parts.append(svg_rect(left, axis + 28, 12, 8, LIGHT_AMBER, AMBER, rx=2))
+    parts.append(svg_text(left + 16, axis + 36, "wait before the next attempt", 10, MUTED))
+    if policy.jitter is not Jitter.NONE:
+        parts.append(svg_rect(left + 190, axis + 28, 12, 8, "white", GREY, rx=2, dash="3 2"))
+        parts.append(svg_text(left + 206, axis + 36, "the plan d without jitter", 10, MUTED))
+    label = f"{len(rows)} retries, escalation after {_seconds(total)}"
+    return svg_figure(width, height, parts, label, data_retries=len(rows))
 
 
 class BackoffPanel:
@@ -96,7 +146,7 @@ class BackoffPanel:
 
     def _update(self, _change: object = None) -> None:
         self._text = plan_text(self.policy, self.seed)
-        self.view.value = pre_html(self._text)
+        self.view.value = drawn_html(plan_svg(self.policy, self.seed), self._text)
 
     def _ipython_display_(self) -> None:  # pragma: no cover - display only
         from IPython.display import display

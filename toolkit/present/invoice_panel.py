@@ -9,10 +9,12 @@ so each run is played once and cached.
 from __future__ import annotations
 
 import html
+import re
 from typing import Any, Mapping, Sequence
 
 from toolkit.worlds import CRASH_POINTS, GuardedRun, guarded_run, run_scenario
-from toolkit.present.text_view import pre_html
+from toolkit.present.svg import (AMBER, BLUE, FAINT, GREEN, INK, LIGHT_BLUE, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED,
+                                 drawn_html, svg_figure, svg_line, svg_lines, svg_rect, svg_text)
 
 #: The dropdown: the scenario's crash points by name, and "no crash".
 CRASH_CHOICES: tuple[tuple[str, str], ...] = tuple((("no crash" if p == "none" else p), p) for p in CRASH_POINTS)
@@ -59,6 +61,91 @@ def outcome_text(setting: Mapping[str, Any], chosen: GuardedRun, outcome: Mappin
                else "one invoice, as promised" if count == 1 else "no invoice")
     lines.append(f"invoices for order-431: {count} ({_listed(names)}) - {verdict}")
     return "\n".join(lines)
+
+
+LANES = ("agent", "ledger", "billing")
+
+
+def _lane(sentence: str) -> str:
+    """Which lane a trace sentence belongs on (``crash`` for the moment the process dies)."""
+    if sentence.startswith("process crashes"):
+        return "crash"
+    if sentence.startswith("agent"):
+        return "agent"
+    if sentence.startswith("local ledger") or "ledger entry" in sentence:
+        return "ledger"
+    return "billing"
+
+
+def trace_svg(setting: Mapping[str, Any], outcome: Mapping[str, Any]) -> str:
+    """The trace as agent / ledger / billing lanes, one column per moment; the crash a red line; invoices drawn."""
+    trace = [line.split("  ", 1) for line in outcome["trace"]]
+    count = outcome["invoice_count"]
+    undone = next((j for j, (_, text) in enumerate(trace) if "rolls back" in text), -1)   # the crash that undid it
+    width, lane_h, top, col0 = 900, 84, 34, 92
+    col = (width - col0 - 170) / max(len(trace), 1)
+    height = top + lane_h * 3 + 40
+    parts = [svg_rect(0, 0, width, height, PAPER, rx=8)]
+    on = {True: "on", False: "off"}
+    parts.append(svg_text(16, 22, f"durable key {on[setting['durable']]} · atomic ledger {on[setting['atomic']]}"
+                                  f" · billing honours keys {on[setting['honours']]}", 13, INK, weight="bold"))
+    for i, lane in enumerate(LANES):
+        y = top + i * lane_h
+        parts.append(svg_rect(8, y + 4, width - 16, lane_h - 8, "white", FAINT, rx=6, data_lane=lane))
+        parts.append(svg_text(20, y + lane_h / 2 + 5, lane, 14, MUTED, weight="bold"))
+    for j, (stamp, sentence) in enumerate(trace):
+        x = col0 + j * col
+        lane = _lane(sentence)
+        parts.append(svg_text(x + col / 2, top - 2, stamp, 11, MUTED, "middle"))
+        if lane == "crash":
+            parts.append(svg_line(x + 8, top + 2, x + 8, top + 3 * lane_h, RED, 3, dash="6 4", data_crash=stamp))
+            parts.append(svg_text(x + 8, top + 3 * lane_h + 16, "✕ crash", 13, RED, "start", "bold"))
+            first, *more = sentence.replace("process crashes ", "the agent dies ").split("; ")
+            drawn, _ = svg_lines(x + 14, top + 22, first, 18, 10, RED, most=5)
+            parts.append(drawn)
+            kept = outcome["after_crash"]["ledger"]
+            held = ("kept in memory: lost" if not setting["durable"] else "holds the key" if kept
+                    else "no key recorded")
+            parts.append(svg_rect(x + 14, top + lane_h + 10, col - 18, 20, LIGHT_GREEN if kept and setting["durable"]
+                                  else LIGHT_RED, GREEN if kept and setting["durable"] else RED, rx=10,
+                                  data_ledger_at_crash=held.split(":")[0].replace(" ", "-")))
+            parts.append(svg_text(x + 14 + (col - 18) / 2, top + lane_h + 24, held, 9.5, INK, "middle"))
+            if more:
+                drawn, _ = svg_lines(x + 14, top + lane_h + 44, "; ".join(more), 19, 9.5, RED, most=4)
+                parts.append(drawn)
+            continue
+        y = top + LANES.index(lane) * lane_h
+        invoice = re.search(r"INV-\d+", sentence)
+        if invoice and lane == "billing" and "recognizes" not in sentence:
+            pending = "open transaction" in sentence
+            bad = count > 1 and not pending
+            parts.append(svg_rect(x + 4, y + 9, col - 8, 24, "white" if pending else LIGHT_RED if bad else LIGHT_GREEN,
+                                  (RED if j < undone else AMBER) if pending else RED if bad else GREEN, rx=3,
+                                  dash="4 3" if pending else None,
+                                  data_invoice=invoice.group(), data_state="uncommitted" if pending else "made"))
+            note = (" (rolled back)" if j < undone else " (open)") if pending else ""
+            parts.append(svg_text(x + col / 2, y + 26, invoice.group() + note, 9.5 if note else 12,
+                                  RED if j < undone else INK, "middle", "bold"))
+            drawn, _ = svg_lines(x + 6, y + 46, sentence, 20, 9.5, MUTED, most=3)
+        else:
+            parts.append(svg_rect(x + 4, y + 8, col - 8, lane_h - 16, LIGHT_BLUE, BLUE, rx=4, data_event=stamp))
+            drawn, _ = svg_lines(x + 8, y + 22, sentence, 19, 10, INK, most=4)
+        parts.append(drawn)
+    x = width - 166
+    names = [i.split()[0] for i in outcome["invoices"]]
+    colour = GREEN if count == 1 else RED
+    parts.append(svg_rect(x, top + 8, 150, 3 * lane_h - 16, LIGHT_GREEN if count == 1 else LIGHT_RED, colour, rx=6,
+                          data_count=count))
+    parts.append(svg_text(x + 75, top + 28, "at the end", 12, MUTED, "middle"))
+    parts.append(svg_text(x + 75, top + 56, f"{count} invoice{'s' if count != 1 else ''}", 18, colour, "middle",
+                          "bold"))
+    for k, name in enumerate(names):
+        parts.append(svg_rect(x + 20, top + 70 + k * 30, 110, 24, "white", colour, rx=3, data_final_invoice=name))
+        parts.append(svg_text(x + 75, top + 87 + k * 30, name, 12, INK, "middle", "bold"))
+    verdict = "duplicate" if count > 1 else "as promised" if count == 1 else "none"
+    parts.append(svg_text(x + 75, top + 3 * lane_h - 16, verdict, 13, colour, "middle", "bold"))
+    label = f"trace of {len(trace)} moments; {count} invoice{'s' if count != 1 else ''} for order-431"
+    return svg_figure(width, height, parts, label, data_invoices=count)
 
 
 def matrix_html(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -149,8 +236,7 @@ class InvoicePanel:
         chosen = self.run
         self.outcome = scenario(chosen.mode, chosen.crash_at, chosen.durable)
         self._text = outcome_text(self.setting, chosen, self.outcome)
-        colour = "#cf222e" if self.outcome["invoice_count"] != 1 else "#1a7f37"
-        self.view.value = pre_html(self._text, colour)
+        self.view.value = drawn_html(trace_svg(self.setting, self.outcome), self._text)
 
     def _ipython_display_(self) -> None:  # pragma: no cover - display only
         from IPython.display import display
@@ -158,4 +244,5 @@ class InvoicePanel:
         display(self.widget)
 
 
-__all__ = ["CRASH_CHOICES", "InvoicePanel", "clear_cache", "matrix_html", "outcome_text", "scenario"]
+__all__ = ["CRASH_CHOICES", "LANES", "InvoicePanel", "clear_cache", "matrix_html", "outcome_text", "scenario",
+           "trace_svg"]

@@ -15,7 +15,8 @@ the same chunks, one at a time; this module only writes it out and draws it.
 from __future__ import annotations
 
 from toolkit.wire import Moment, replay
-from toolkit.present.text_view import pre_html
+from toolkit.present.svg import (AMBER, BLUE, FAINT, GREEN, INK, LIGHT_AMBER, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER,
+                                 RED, drawn_html, svg_figure, svg_rect, svg_text)
 
 WAITING = "cannot execute: no completion event yet"
 
@@ -52,6 +53,66 @@ def moment_text(name: str, moment: Moment, descriptions: list[str], window: int 
     return "\n".join(lines)
 
 
+def stream_svg(moments: list[Moment], position: int) -> str:
+    """The chunks received so far, each call's buffer filling fragment by fragment, and the completion event."""
+    moment, total = moments[position], len(moments) - 1
+    signal = next((m.position for m in moments[1:] if m.final), None)
+    buffers: dict[str, object] = {}
+    for m in moments[1: position + 1]:
+        for p in m.previews:
+            buffers[p.call_id or f"#{p.index}"] = p
+    final = {item.call_id: item for item in moment.final}
+    keys = list(dict.fromkeys([*buffers, *final]))
+    width, top, row = 820, 78, 46
+    height = top + row * max(len(keys), 1) + 56
+    cell = min(40.0, (width - 40) / max(total, 1))
+    parts = [svg_rect(0, 0, width, height, PAPER, rx=8),
+             svg_text(16, 22, f"{position} of {total} chunks received", 13, INK, weight="bold")]
+    for n in range(1, total + 1):
+        x = 20 + (n - 1) * cell
+        got, event = n <= position, n == signal
+        mark = GREEN if signal is not None and moments[signal].executable else RED
+        fill = (mark if event else BLUE) if got else "white"
+        parts.append(svg_rect(x, 32, cell - 4, 18, fill, mark if event else FAINT, rx=3,
+                              data_chunk=n, data_state="received" if got else "pending"))
+        if event:
+            words = "completion event" if mark == GREEN else f"stop: {moments[signal].stop_reason}, calls cut"
+            parts.append(svg_text(min(x + cell / 2 - 2, width - 80), 64, words if got else f"({words})", 10,
+                                  mark if got else MUTED, "middle", "bold"))
+    if not keys:
+        parts.append(svg_text(20, top + 24, "no call has started arriving", 12, MUTED))
+    for i, key in enumerate(keys):
+        y = top + i * row
+        preview, done = buffers.get(key), final.get(key)
+        name = getattr(done, "name", None) or getattr(preview, "name", None) or "?"
+        parts.append(svg_text(20, y + 22, f"{key} {name}", 12, INK, weight="bold", mono=True))
+        fragments = getattr(preview, "fragments", 0)
+        parts.append(svg_rect(200, y + 6, 420, 26, "white", FAINT, rx=4, data_buffer=key))
+        for f in range(fragments):
+            parts.append(svg_rect(203 + f * 14, y + 9, 11, 20, LIGHT_AMBER, AMBER, rx=2, data_fragment=f + 1))
+        text = getattr(preview, "text", "")
+        shown = text if len(text) <= 34 else "…" + text[-33:]
+        parts.append(svg_text(210 + fragments * 14, y + 24, shown, 11, MUTED, mono=True))
+        if done is None:
+            state, colour, fill = "arriving: not a call yet", AMBER, LIGHT_AMBER
+        elif key in {c.call_id for c in moment.calls}:
+            state, colour, fill = "complete: to validation", GREEN, LIGHT_GREEN
+        else:
+            state, colour, fill = "refused: never runs", RED, LIGHT_RED
+        parts.append(svg_rect(632, y + 6, 170, 26, fill, colour, rx=13, data_call=key,
+                              data_state=state.split(":")[0]))
+        parts.append(svg_text(717, y + 24, state, 11, colour, "middle", "bold"))
+    y = height - 22
+    if moment.executable:
+        words, colour = f"completion event received: {len(moment.calls)} complete calls go on to validation", GREEN
+    elif moment.refusals:
+        words, colour = f"stream over without completion ({moment.stop_reason}): nothing runs", RED
+    else:
+        words, colour = "waiting for the completion event: nothing may run", RED
+    parts.append(svg_text(20, y, words, 14, colour, weight="bold", data_verdict=colour == GREEN))
+    return svg_figure(width, height, parts, f"{position} of {total} chunks; {words}", data_position=position)
+
+
 class StreamPanel:
     """A slider over a recorded stream; drive it from Python with ``.set(position=...)`` and read ``.text()``."""
 
@@ -83,8 +144,7 @@ class StreamPanel:
 
     def _update(self, _change: object = None) -> None:
         self._text = moment_text(self.name, self.moment, self.descriptions, self.window)
-        colour = "#1a7f37" if self.moment.executable else "#cf222e"
-        self.view.value = pre_html(self._text, colour)
+        self.view.value = drawn_html(stream_svg(self.moments, self.slider.value), self._text)
 
     def _ipython_display_(self) -> None:  # pragma: no cover - display only
         from IPython.display import display

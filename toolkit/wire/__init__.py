@@ -9,7 +9,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "completion": ("COMPLETE", "completion_problem", "CUT", "is_cut", "Refusal"),
     "ids": ("id_problem", "IdMap", "VENDORS"),
     "pairing": ("check_conversation", "naive_pairing", "pair_results", "pairing_problems"),
-    "preview": ("KeyScanner", "MASK", "Preview"),
+    "preview": ("KeyScanner", "MASK", "MAX_SECRETS_REMEMBERED", "Preview", "STOPPED"),
     "recorded": ("fixture", "fixture_names"),
     "rounds": ("Execute", "RoundReport", "run_plan", "run_round", "Timing", "verify"),
     "scheduler": ("canonical", "conflict", "Contracts", "Footprint", "Plan", "PlannedCall", "resources", "schedule",

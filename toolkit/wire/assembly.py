@@ -156,7 +156,8 @@ class Assembler:
 
     def _refuse(self, buf: _Buffer, errors: list[ToolError]) -> Refusal:
         call_id = self._call_id(buf) or self.ids.mint()
-        return Refusal(call_id, buf.name, capped_errors(errors, f"$[{buf.index}]"), buf.index, buf.size)
+        return Refusal(call_id, buf.name, capped_errors(errors, f"$[{buf.index}]"), buf.index, buf.size,
+                       arguments="".join(buf.parts))
 
     def _call_id(self, buf: _Buffer) -> str | None:
         """The toolkit's id for the vendor id assembled so far (minted once it is known, again if it grew)."""

@@ -11,11 +11,13 @@ unfinished fragment. The stop reason decides, for the whole round at once:
 
 ``COMPLETE`` and ``CUT`` are the one table of stop reasons; the stream
 assembler and the whole-response readers both read it. A refused call becomes
-a ``Refusal``: it never reaches an executor, yet still answers its call id.
+a ``Refusal``: it never reaches an executor, yet still answers its call id,
+and keeps the raw arguments it arrived with, so the assistant turn that
+carried it can be written back unchanged beside its result.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolkit.core import ToolError
@@ -68,6 +70,7 @@ class Refusal:
     errors: tuple[ToolError, ...]
     index: int | None = None
     received_chars: int = 0
+    arguments: Any = field(default=None, repr=False)   # as received, to echo the call back; never printed
 
     @property
     def code(self) -> str:

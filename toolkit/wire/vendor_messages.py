@@ -9,7 +9,9 @@ each paired with its call by that vendor's id field:
   the stop reasons are ``toolkit.wire.completion``'s one table);
 * ``openai_tool_messages`` / ``anthropic_tool_results`` / ``mcp_response``
   write results back, under the id the vendor knows (``toolkit.wire.ids``),
-  and the ``*_assistant_message`` / ``mcp_request`` writers echo the calls.
+  and the ``*_assistant_message`` / ``mcp_request`` writers echo the calls,
+  refused ones included, with the raw arguments they arrived with, so every
+  result written back has its call.
 """
 from __future__ import annotations
 
@@ -60,7 +62,8 @@ def _calls_from(vendor: str, id_field: str, entries: list[tuple[Any, str | None,
         if cut is not None:
             problems.insert(0, cut)
         if problems:
-            out.append(Refusal(call_id, name if isinstance(name, str) else None, tuple(problems), position))
+            out.append(Refusal(call_id, name if isinstance(name, str) else None, tuple(problems), position,
+                               arguments=raw))
         else:
             out.append(ToolCall(name, arguments, call_id))  # type: ignore[arg-type]
     return out
@@ -177,13 +180,49 @@ def result_text(result: ToolResult, shown_id: Any = None) -> str:
     return json.dumps(data, ensure_ascii=False, default=str)
 
 
-def openai_assistant_message(calls: Iterable[ToolCall], ids: IdMap) -> dict[str, Any]:
-    """The assistant message that carried ``calls``, as it goes back into the history."""
-    return {"role": "assistant", "content": None, "tool_calls": [
-        {"id": ids.external(c.call_id, "openai"), "type": "function",
-         "function": {"name": c.name, "arguments": c.arguments if isinstance(c.arguments, str)
-                      else json.dumps(c.arguments, ensure_ascii=False)}}
-        for c in calls]}
+def _echoed(calls: Iterable[ToolCall | Refusal]) -> list[ToolCall | Refusal]:
+    """The calls that answer an id: a refusal with no call id has nothing to echo (and no result)."""
+    return [c for c in calls if isinstance(c, (ToolCall, Refusal)) and c.call_id is not None]
+
+
+def _raw_text(arguments: Any) -> str:
+    """Arguments as the text OpenAI carries: text unchanged (even unparseable), anything else as JSON."""
+    if isinstance(arguments, str):
+        return arguments
+    if arguments is None:
+        return ""
+    try:
+        return json.dumps(arguments, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(arguments)
+
+
+def _raw_input(arguments: Any) -> dict[str, Any]:
+    """Arguments as the object Anthropic carries: an object unchanged, text that parses to one parsed,
+    and anything else kept whole under ``unparsed_arguments`` (never silently emptied)."""
+    if isinstance(arguments, Mapping):
+        return dict(arguments)
+    if arguments is None or arguments == "":
+        return {}
+    parsed = parse_arguments(arguments)[0] if isinstance(arguments, str) else None
+    return dict(parsed) if isinstance(parsed, Mapping) else {"unparsed_arguments": _raw_text(arguments)}
+
+
+def openai_assistant_message(calls: Iterable[ToolCall | Refusal], ids: IdMap, content: str | None = None
+                             ) -> dict[str, Any]:
+    """The assistant message that carried ``calls`` (refused ones too, with their raw arguments).
+
+    Every call that has a result is echoed, so no result is left without its
+    call; with no call at all the message carries only its text (OpenAI
+    refuses an empty ``tool_calls`` list).
+    """
+    echoed = _echoed(calls)
+    message: dict[str, Any] = {"role": "assistant", "content": content if echoed else (content or "")}
+    if echoed:
+        message["tool_calls"] = [{"id": ids.external(c.call_id, "openai"), "type": "function",  # type: ignore[arg-type]
+                                  "function": {"name": c.name or "", "arguments": _raw_text(c.arguments)}}
+                                 for c in echoed]
+    return message
 
 
 def openai_tool_messages(results: Iterable[ToolResult], ids: IdMap) -> list[dict[str, Any]]:
@@ -195,12 +234,13 @@ def openai_tool_messages(results: Iterable[ToolResult], ids: IdMap) -> list[dict
     return out
 
 
-def anthropic_assistant_message(calls: Iterable[ToolCall], ids: IdMap) -> dict[str, Any]:
-    """The assistant turn that carried ``calls`` (``tool_use`` blocks)."""
-    return {"role": "assistant", "content": [
-        {"type": "tool_use", "id": ids.external(c.call_id, "anthropic"), "name": c.name,
-         "input": parse_arguments(c.arguments)[0] or {}}
-        for c in calls]}
+def anthropic_assistant_message(calls: Iterable[ToolCall | Refusal], ids: IdMap, content: str | None = None
+                                ) -> dict[str, Any]:
+    """The assistant turn that carried ``calls`` (``tool_use`` blocks, refused ones too), after its text."""
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
+    blocks += [{"type": "tool_use", "id": ids.external(c.call_id, "anthropic"), "name": c.name or "",  # type: ignore
+                "input": _raw_input(c.arguments)} for c in _echoed(calls)]
+    return {"role": "assistant", "content": blocks}
 
 
 def anthropic_tool_results(results: Iterable[ToolResult], ids: IdMap) -> dict[str, Any]:

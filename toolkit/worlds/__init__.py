@@ -27,6 +27,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "deploy": ("accepted_adapter", "compare_adapters", "DEPLOY_ACCEPTED", "deploy_host", "DEPLOY_SETTLED",
                "DEPLOYER", "DeployService", "Rollout", "run_deploy_episode", "rushed_versions", "settled_adapter",
                "table"),
+    "exercise_ledger": ("attempts", "crash_counts", "find", "KILLED", "LEDGER_TABLE", "RACE_PAUSE", "race_requests"),
     "invoice_log": ("BILLING_AGENT", "BlindRetry", "drift", "log_books", "MALFORMED", "simulate_log", "Simulation"),
     "issue_tracker": ("create_issue_illustration", "IssueTracker"),
     "ledger_race": ("race",),

@@ -1,0 +1,19 @@
+"""A real model at the boundary (chapter 09): the official SDKs driving the same loop, offline on recordings.
+
+Each name below is defined in the module it is listed under; that module loads on first use.
+"""
+from toolkit._exports import lazy_exports
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "cli": ("command_parser", "live_command"),
+    "conversation": ("AnthropicChat", "chat_for", "ModelReply", "OpenAIChat"),
+    "declare": ("contract_tool", "function_schema", "parameter_schema"),
+    "endpoint": ("Endpoint", "endpoint_from", "failure_line", "is_transient", "key_found", "LIVE_VENDORS",
+                 "LiveConfigError", "make_client"),
+    "replay": ("check_body", "recorded_stream", "recording", "recording_names", "replay_server", "ReplayServer",
+               "sse_body"),
+    "session": ("ask_with_budget", "call_line", "LiveRound", "LiveRun", "LiveRunError", "ModelPolicy", "run_task",
+                "sdk_failure", "verdict_of"),
+    "stream_helpers": ("anthropic_helper", "assembler_reading", "CONTRAST_CASES", "contrast_lines",
+                       "helper_contrast", "openai_helper"),
+})

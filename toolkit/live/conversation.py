@@ -1,0 +1,163 @@
+"""Chapter 09: one conversation with a model, through the vendor's official SDK.
+
+The host shows the model its tools, asks, and reads the calls back; then it
+writes every result into the history under the id the model gave the call.
+Two classes do this, one per SDK, with the same two methods:
+
+* ``ask()`` sends the history and returns a ``ModelReply``: the round's calls
+  (``ToolCall``) and refusals (``Refusal``), the model's text and its stop
+  reason. Calls are read by the course's own readers
+  (``toolkit.wire.openai_calls`` / ``anthropic_calls``), so a response cut at
+  its token limit refuses every call in it.
+* ``answer(items, results)`` echoes the assistant turn (refused calls
+  included, with their raw arguments) and one result per call id: a
+  ``role: "tool"`` message each for OpenAI, one user turn of ``tool_result``
+  blocks (``is_error`` unless it succeeded) for Anthropic.
+
+With ``stream=True`` the SDK's raw events go, one by one, into the course's
+stream readers (``toolkit.wire.OpenAIStream`` / ``AnthropicStream``, built on
+the assembler): nothing is handed to the host before the completion event,
+and a stream that ends without one refuses its calls.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from toolkit.core import Contract, ToolCall, ToolResult
+from toolkit.wire import (AnthropicStream, IdMap, OpenAIStream, Refusal, anthropic_assistant_message, anthropic_calls,
+                          anthropic_tool_results, completion_problem, openai_assistant_message, openai_calls,
+                          openai_tool_messages, tools_for)
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """What one request brought back: calls and refusals in the model's order, its text, its stop reason."""
+
+    items: tuple[ToolCall | Refusal, ...]
+    text: str
+    stop_reason: str | None
+
+    @property
+    def finished(self) -> bool:
+        """The model asked for nothing more and said it was done (a complete stop reason, no calls)."""
+        return not self.items and completion_problem(self.stop_reason) is None
+
+
+def _as_dict(obj: Any) -> Any:
+    """An SDK object as the JSON it came from (fields the server did not send stay out)."""
+    return obj.to_dict(mode="json", warnings=False) if hasattr(obj, "to_dict") else obj
+
+
+@dataclass
+class _Chat:
+    client: Any
+    model: str
+    contracts: Sequence[Contract]
+    task: str
+    stream: bool = False
+    max_tokens: int = 1024
+    system: str = ""
+    ids: IdMap = field(default_factory=IdMap)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+    vendor = ""
+
+    def __post_init__(self) -> None:
+        self.messages.append({"role": "user", "content": self.task})
+
+    def tools(self) -> list[dict[str, Any]]:
+        return tools_for(self.vendor, self.contracts)
+
+    def ask(self) -> ModelReply:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def answer(self, items: Iterable[ToolCall | Refusal], results: Iterable[ToolResult], text: str = "") -> None:
+        raise NotImplementedError  # pragma: no cover - overridden
+
+    def _read_stream(self, reader: OpenAIStream | AnthropicStream, events: Any, frame: Any) -> ModelReply:
+        items: list[ToolCall | Refusal] = []
+        try:
+            for event in events:
+                items += reader.feed(frame(event))
+                if reader.done:
+                    break
+        finally:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+        items += reader.end()
+        return ModelReply(tuple(items), reader.text, reader.stop_reason)
+
+
+class OpenAIChat(_Chat):
+    """A conversation through ``openai.OpenAI().chat.completions`` (OpenAI and OpenAI-compatible servers)."""
+
+    vendor = "openai"
+
+    def __post_init__(self) -> None:
+        if self.system:
+            self.messages.append({"role": "system", "content": self.system})
+        super().__post_init__()
+
+    def ask(self) -> ModelReply:
+        request: dict[str, Any] = {"model": self.model, "messages": self.messages}
+        if self.contracts:                      # an empty tools list is refused by the API
+            request["tools"] = self.tools()
+        if not self.stream:
+            body = _as_dict(self.client.chat.completions.create(**request))
+            choices = body.get("choices") if isinstance(body, dict) else None
+            choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+            message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+            text = message.get("content") if isinstance(message.get("content"), str) else ""
+            return ModelReply(tuple(openai_calls(body, self.ids)), text, choice.get("finish_reason"))
+        events = self.client.chat.completions.create(stream=True, **request)
+        return self._read_stream(OpenAIStream(self.ids), events,
+                                 lambda chunk: f"data: {chunk.to_json(indent=None)}\n\n")
+
+    def answer(self, items: Iterable[ToolCall | Refusal], results: Iterable[ToolResult], text: str = "") -> None:
+        self.messages.append(openai_assistant_message(list(items), self.ids, content=text or None))
+        self.messages.extend(openai_tool_messages(results, self.ids))
+
+
+class AnthropicChat(_Chat):
+    """A conversation through ``anthropic.Anthropic().messages``."""
+
+    vendor = "anthropic"
+
+    def ask(self) -> ModelReply:
+        request: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "messages": self.messages}
+        if self.contracts:
+            request["tools"] = self.tools()
+        if self.system:
+            request["system"] = self.system
+        if not self.stream:
+            body = _as_dict(self.client.messages.create(**request))
+            content = body.get("content") if isinstance(body, dict) else None
+            text = "".join(b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"
+                           and isinstance(b.get("text"), str)) if isinstance(content, list) else ""
+            return ModelReply(tuple(anthropic_calls(body, self.ids)), text,
+                              body.get("stop_reason") if isinstance(body, dict) else None)
+        events = self.client.messages.create(stream=True, **request)
+        return self._read_stream(AnthropicStream(self.ids), events,
+                                 lambda event: f"event: {event.type}\ndata: {event.to_json(indent=None)}\n\n")
+
+    def answer(self, items: Iterable[ToolCall | Refusal], results: Iterable[ToolResult], text: str = "") -> None:
+        turn, answers = anthropic_assistant_message(list(items), self.ids, content=text or None), list(results)
+        if turn["content"]:
+            self.messages.append(turn)
+        if answers:                                   # Anthropic refuses a turn with no content blocks
+            self.messages.append(anthropic_tool_results(answers, self.ids))
+
+
+def chat_for(vendor: str, client: Any, model: str, contracts: Sequence[Contract], task: str, **options: Any
+             ) -> OpenAIChat | AnthropicChat:
+    """The conversation class for ``vendor`` ("openai" or "anthropic")."""
+    if vendor == "openai":
+        return OpenAIChat(client, model, list(contracts), task, **options)
+    if vendor == "anthropic":
+        return AnthropicChat(client, model, list(contracts), task, **options)
+    raise ValueError(f"unknown vendor {vendor!r}: choose openai or anthropic")
+
+
+__all__ = ["AnthropicChat", "ModelReply", "OpenAIChat", "chat_for"]

@@ -1,0 +1,125 @@
+"""Chapter 09: reaching a model: which vendor, which endpoint, which key, and one clear line when it fails.
+
+The official SDKs do the talking (``openai`` for OpenAI and every
+OpenAI-compatible server such as a local Ollama, vLLM or llama.cpp server;
+``anthropic`` for Anthropic). They load only here, when a live run or a
+replay asks for a client, never at ``import toolkit``.
+
+The rules:
+
+* configuration comes from arguments first, then the usual environment
+  variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``);
+* the SDK never retries on its own (``max_retries=0``): the host owns the
+  retry budget, so every request the model sees is one the host decided on;
+* a missing key, a missing SDK or an endpoint that cannot be reached is a
+  ``LiveConfigError`` with one line of text, never a traceback.
+
+An OpenAI-compatible server on your own machine needs no real key: any text
+will do, so a ``base_url`` that is not OpenAI's own gets ``"local"`` when no
+key was given.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+#: The vendors a live run can speak to.
+LIVE_VENDORS = ("openai", "anthropic")
+_KEY_VARIABLE = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+_OFFICIAL_HOSTS = ("api.openai.com", "api.anthropic.com")
+
+
+class LiveConfigError(Exception):
+    """A live run cannot start or reach its endpoint; ``str(error)`` is one line a student can act on."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a live run sends its requests. ``repr`` never shows the key."""
+
+    vendor: str
+    model: str
+    base_url: str | None = None
+    api_key: str = ""
+
+    def __repr__(self) -> str:
+        key = "set" if self.api_key else "none"
+        return f"Endpoint(vendor={self.vendor!r}, model={self.model!r}, base_url={self.base_url!r}, key={key})"
+
+    @property
+    def where(self) -> str:
+        return self.base_url or f"the {self.vendor} API"
+
+
+def endpoint_from(vendor: str, model: str, base_url: str | None = None, api_key: str | None = None,
+                  environ: Mapping[str, str] | None = None) -> Endpoint:
+    """An ``Endpoint`` from arguments, else the environment; raises ``LiveConfigError`` when it cannot be one."""
+    env = os.environ if environ is None else environ
+    if vendor not in LIVE_VENDORS:
+        raise LiveConfigError(f"unknown vendor {vendor!r}: choose one of {', '.join(LIVE_VENDORS)}")
+    if not isinstance(model, str) or not model.strip():
+        raise LiveConfigError("no model name: pass --model NAME (the name your endpoint serves)")
+    if vendor == "openai" and not base_url:
+        base_url = env.get("OPENAI_BASE_URL") or None
+    if base_url is not None and not str(base_url).startswith(("http://", "https://")):
+        raise LiveConfigError(f"the base URL must start with http:// or https://, got {str(base_url)[:60]!r}")
+    key = api_key or env.get(_KEY_VARIABLE[vendor], "")
+    if not key and base_url and not any(host in base_url for host in _OFFICIAL_HOSTS):
+        key = "local"        # a server on your own machine takes any key
+    if not key:
+        raise LiveConfigError(f"no API key for {vendor}: set {_KEY_VARIABLE[vendor]} or pass --api-key "
+                              "(or point --base-url at a local OpenAI-compatible server)")
+    return Endpoint(vendor, model.strip(), base_url, key)
+
+
+def key_found(vendor: str = "openai", environ: Mapping[str, str] | None = None) -> bool:
+    """Whether a key (or, for OpenAI, a base URL) is configured in the environment."""
+    env = os.environ if environ is None else environ
+    return bool(env.get(_KEY_VARIABLE.get(vendor, ""), "") or (vendor == "openai" and env.get("OPENAI_BASE_URL")))
+
+
+def make_client(endpoint: Endpoint, http_client: Any = None, timeout: float = 60.0) -> Any:
+    """The official SDK client for ``endpoint`` (``http_client``: an ``httpx2.Client``, e.g. a mock transport)."""
+    options: dict[str, Any] = {"api_key": endpoint.api_key, "max_retries": 0, "timeout": timeout}
+    if endpoint.base_url:
+        options["base_url"] = endpoint.base_url
+    if http_client is not None:
+        options["http_client"] = http_client
+    try:
+        if endpoint.vendor == "openai":
+            import openai
+            return openai.OpenAI(**options)
+        import anthropic
+        return anthropic.Anthropic(**options)
+    except ImportError:
+        raise LiveConfigError(f"the {endpoint.vendor} SDK is not installed: pip install -e '.[live]'") from None
+
+
+def failure_line(exc: BaseException, where: str = "the endpoint") -> str:
+    """One line for an SDK failure at ``where``: what happened and what to do, never a key or a traceback."""
+    kind = type(exc).__name__
+    status = getattr(exc, "status_code", None)
+    if kind in ("APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout"):
+        return f"cannot reach {where}: is the server running and the URL right?"
+    if status in (401, 403) or kind in ("AuthenticationError", "PermissionDeniedError"):
+        return f"{where} refused the key ({status or kind}): check the API key"
+    if status == 404 or kind == "NotFoundError":
+        return f"{where} answered 404: check the model name and that the base URL ends in /v1"
+    if status == 429 or kind == "RateLimitError":
+        return f"{where} is rate limiting this key (429): wait, or check the account's quota"
+    if status is not None:
+        return f"{where} answered HTTP {status} ({kind})"
+    return f"the request to {where} failed: {kind}"
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether the host may spend one of its retries on this failure (a dropped connection, 429, 5xx)."""
+    status = getattr(exc, "status_code", None)
+    if status is not None:
+        return status == 429 or status >= 500
+    return type(exc).__name__ in ("APIConnectionError", "APITimeoutError")
+
+
+__all__ = ["Endpoint", "LIVE_VENDORS", "LiveConfigError", "endpoint_from", "failure_line", "is_transient",
+           "key_found", "make_client"]

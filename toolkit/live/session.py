@@ -1,0 +1,185 @@
+"""Chapter 09: the host at the boundary of a real model: rounds, budgets, and one answer per call id.
+
+``run_task`` is the chapter's loop with a model on the other side::
+
+    for each round, while the round budget lasts:
+        reply = ask the model (the host spends its own retry budget on a dropped request)
+        if the model asked for nothing: its text is the answer; stop
+        refused while reading (cut, unparseable, reused id): answered at once, never run
+        the other calls: one round, scheduled by the resources they touch (toolkit.wire.run_round),
+                         each checked by the contract and, if not safe to repeat, run through the ledger
+        write back the assistant turn and one result per call id
+
+``ModelPolicy`` is the same model as a policy for the course's own
+``toolkit.core.evaluate`` loop, beside ``ScriptedPolicy``: it hands the loop
+one call at a time and sends the loop's results back when a round is spent.
+Nothing about the loop's rules changes; only who proposes.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from toolkit.core import Host, State, Status, ToolCall, ToolResult, invoke_with_ledger, redact, scrub, secret_values
+from toolkit.core import shorten
+from toolkit.live.conversation import ModelReply
+from toolkit.live.endpoint import failure_line, is_transient
+from toolkit.wire import Refusal, run_round
+
+_SDK_MODULES = ("openai", "anthropic", "httpx2", "httpx", "httpcore")
+
+
+class LiveRunError(Exception):
+    """The model could not be asked (after the host's retries); ``str`` is one line."""
+
+
+def sdk_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` came from an SDK or its HTTP client (and so is the endpoint's, not the course's, fault)."""
+    return type(exc).__module__.split(".")[0] in _SDK_MODULES
+
+
+def call_line(item: ToolCall | Refusal, vendor_id: Any, secret_fields: tuple[str, ...] = ()) -> str:
+    """``id name(arguments)`` with the arguments redacted, then cut to length."""
+    value = item.arguments
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            pass
+    try:
+        text = json.dumps(redact(value, secret_fields), ensure_ascii=False, default=repr)
+    except (TypeError, ValueError):
+        text = repr(value)
+    text = scrub(text, secret_values(value, secret_fields))
+    return f"{vendor_id if vendor_id is not None else '-'} {item.name or '?'}({shorten(text, 120)})"
+
+
+def verdict_of(result: ToolResult | None) -> str:
+    """``allowed``, or ``refused (layer: code)`` for a result the contract (or the reader) refused."""
+    if result is None:
+        return "refused (no id to answer)"
+    if result.status is Status.REJECTED:
+        layer = result.failure_class.value if result.failure_class is not None else "rejected"
+        return f"refused ({layer}: {result.reason})"
+    return "allowed"
+
+
+@dataclass
+class LiveRound:
+    """One request and what the host did with it: per item, its result (None when there is no id to answer)."""
+
+    number: int
+    reply: ModelReply
+    results: list[ToolResult | None]
+    vendor_ids: list[Any]
+    secret_fields: list[tuple[str, ...]]
+    waves: list[list[str]] = field(default_factory=list)   # the scheduler's plan, by vendor id
+
+    def lines(self) -> list[str]:
+        out = [f"round {self.number}: {len(self.reply.items)} call(s), stop reason {self.reply.stop_reason}"]
+        for item, result, vid, hidden in zip(self.reply.items, self.results, self.vendor_ids, self.secret_fields):
+            status = result.status.value if result is not None else "not answered"
+            out.append(f"  {call_line(item, vid, hidden)} -> {verdict_of(result)} -> {status}")
+        return out
+
+
+@dataclass
+class LiveRun:
+    """A whole task: its rounds, whether the model finished inside the budget, and its final text."""
+
+    rounds: list[LiveRound] = field(default_factory=list)
+    finished: bool = False
+    answer: str = ""
+    retries_spent: int = 0
+
+    def lines(self) -> list[str]:
+        out = [line for r in self.rounds for line in r.lines()]
+        out.append(f"answer: {self.answer}" if self.finished else
+                   f"no answer: the round budget ({len(self.rounds)} rounds) ran out")
+        return out
+
+
+def ask_with_budget(chat: Any, retries: int) -> tuple[ModelReply, int]:
+    """Ask once, retrying a transient SDK failure at most ``retries`` times; (reply, retries spent)."""
+    spent = 0
+    while True:
+        try:
+            return chat.ask(), spent
+        except Exception as exc:       # only the SDK's own failures are turned into one line
+            if not sdk_failure(exc):
+                raise
+            if is_transient(exc) and spent < retries:
+                spent += 1
+                continue
+            where = str(getattr(getattr(chat, "client", None), "base_url", "") or "the endpoint").rstrip("/")
+            raise LiveRunError(failure_line(exc, where)) from None
+
+
+def run_task(chat: Any, host: Host, ledger: Any = None, *, max_rounds: int = 8, retries: int = 2,
+             on_round: Callable[[LiveRound], None] | None = None, timeout: float | None = 60.0) -> LiveRun:
+    """Run the task in ``chat`` against the model until it answers or ``max_rounds`` requests are spent."""
+    run = LiveRun()
+    execute = lambda call: invoke_with_ledger(host, call, ledger)  # noqa: E731 - the ledger decides, per contract
+    for number in range(1, max_rounds + 1):
+        reply, spent = ask_with_budget(chat, retries)
+        run.retries_spent += spent
+        if reply.finished:
+            run.finished, run.answer = True, reply.text
+            break
+        calls = [i for i in reply.items if isinstance(i, ToolCall)]
+        report = run_round(calls, host, execute, timeout=timeout) if calls else None
+        ran = iter(report.results if report is not None else ())
+        results = [i.result if isinstance(i, Refusal) else next(ran) for i in reply.items]
+        vendor_ids = [chat.ids.external(i.call_id, chat.vendor) if i.call_id else None for i in reply.items]
+        hidden = [tuple(getattr(host.contract(i.name), "secret_fields", ())) if isinstance(i.name, str) else ()
+                  for i in reply.items]
+        shown = {i.call_id: v for i, v in zip(reply.items, vendor_ids)}
+        waves = [[shown.get(c, c) for c in wave] for wave in report.plan.waves] if report is not None else []
+        live_round = LiveRound(number, reply, results, vendor_ids, hidden, waves)
+        run.rounds.append(live_round)
+        if on_round is not None:
+            on_round(live_round)
+        chat.answer(reply.items, [r for r in results if r is not None], reply.text)
+    return run
+
+
+class ModelPolicy:
+    """A real model as a policy for ``toolkit.core.evaluate``: one call per step, results sent back per round.
+
+    Calls the reader refused are answered by the policy itself (they never
+    reach the loop); the others are proposed in the model's order and the
+    loop checks and runs each. ``max_rounds`` bounds the requests; ``answer``
+    holds the model's final text once it stops.
+    """
+
+    def __init__(self, chat: Any, *, max_rounds: int = 8, retries: int = 2):
+        self.chat, self.max_rounds, self.retries = chat, max_rounds, retries
+        self.rounds = 0
+        self.answer = ""
+        self._queue: list[ToolCall] = []
+        self._asked: tuple[ToolCall | Refusal, ...] = ()
+        self._text = ""
+
+    def __call__(self, state: State) -> ToolCall | None:
+        if self._queue:
+            return self._queue.pop(0)
+        if self._asked:
+            seen = {o.call.call_id: o.result for o in state.observations}
+            results = [i.result if isinstance(i, Refusal) else seen.get(i.call_id) for i in self._asked]
+            self.chat.answer(self._asked, [r for r in results if r is not None], self._text)
+            self._asked = ()
+        if self.rounds >= self.max_rounds:
+            return None
+        reply, _ = ask_with_budget(self.chat, self.retries)
+        self.rounds += 1
+        if not reply.items:
+            self.answer = reply.text
+            return None
+        self._asked, self._text = reply.items, reply.text
+        self._queue = [i for i in reply.items if isinstance(i, ToolCall)]
+        return self._queue.pop(0) if self._queue else self(state)
+
+
+__all__ = ["LiveRound", "LiveRun", "LiveRunError", "ModelPolicy", "ask_with_budget", "call_line",
+           "run_task", "sdk_failure", "verdict_of"]

@@ -1,0 +1,94 @@
+"""Chapter 09: an MCP server's tool, adopted as a contract: the host writes the contract, the server only suggests.
+
+    inputSchema           -> the contract's argument schema (closed: undeclared arguments refused)
+    the host's Trust      -> permissions, preconditions, approval, retry semantics
+    the server's hints    -> may add a safeguard (destructiveHint asks for approval), never remove one
+
+An MCP server describes its tools with a schema and a few *hints*
+(``readOnlyHint``, ``destructiveHint``, ``idempotentHint``). A server the host
+does not control can say anything: a tool that deletes can call itself
+read-only. So hints only ever add caution here. What lifts a safeguard is the
+host's own ``Trust``: the tools it knows are safe to repeat, the argument that
+carries an idempotency key, the scopes a caller needs.
+
+Retry semantics, from the host's side: a tool in ``repeatable`` is ``SAFE``
+(no ledger); a tool with an idempotency field is ``SAFE_WITH_KEY``; every other
+tool is ``UNSAFE`` and goes through the ledger, keyed by the key it carries or
+else its call id, so a repeated call id replays instead of acting twice.
+
+Hardening: a schema that is not an object schema, or that no validator
+compiles, makes the tool *unadoptable*: it is left out with a reason
+(``adopt_tool`` returns the reason), never declared half-checked.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from toolkit.core import Condition, Contract, Retry, shorten
+
+
+@dataclass(frozen=True)
+class Trust:
+    """What the host decides about a server's tools, whatever the server says about them."""
+
+    permissions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)   # tool -> scopes the caller needs
+    preconditions: Mapping[str, tuple[Condition, ...]] = field(default_factory=dict)
+    risky: frozenset[str] = frozenset()          # tools that always need a person's approval
+    repeatable: frozenset[str] = frozenset()     # tools the host knows are safe to repeat (no ledger)
+    idempotency_fields: Mapping[str, str] = field(default_factory=dict)   # tool -> the argument holding its key
+    close_schemas: bool = True                   # refuse arguments the schema does not declare
+
+
+def hint(tool: Any, name: str) -> bool | None:
+    """One annotation of an ``mcp.types.Tool`` (``"destructive_hint"``...), or None when the server gave none."""
+    annotations = getattr(tool, "annotations", None)
+    value = getattr(annotations, name, None) if annotations is not None else None
+    return value if isinstance(value, bool) else None
+
+
+def adopted_schema(input_schema: Any, close: bool = True) -> dict[str, Any] | str:
+    """The argument schema the contract enforces, or the reason the server's one cannot be used."""
+    if not isinstance(input_schema, Mapping) or input_schema.get("type") != "object":
+        return "its inputSchema is not an object schema"
+    schema = dict(input_schema)
+    if close and "additionalProperties" not in schema:
+        schema["additionalProperties"] = False
+    return schema
+
+
+def adopt_tool(tool: Any, trust: Trust = Trust()) -> Contract | str:
+    """The contract the host enforces for one ``mcp.types.Tool``, or a one-line reason it cannot adopt it."""
+    from toolkit.core import compile_schema
+
+    name = getattr(tool, "name", None)
+    if not isinstance(name, str) or not name:
+        return "a tool without a name"
+    schema = adopted_schema(getattr(tool, "input_schema", None), trust.close_schemas)
+    if isinstance(schema, str):
+        return f"{shorten(name, 40)}: {schema}"
+    destructive = hint(tool, "destructive_hint") is True
+    approval = name in trust.risky or destructive
+    key_field = trust.idempotency_fields.get(name, "")
+    if name in trust.repeatable:
+        retry = Retry.SAFE
+    elif key_field:
+        retry = Retry.SAFE_WITH_KEY
+    else:
+        retry = Retry.UNSAFE
+    why = "listed as risky by the host" if name in trust.risky else "the server marks it destructive"
+    try:
+        contract = Contract(
+            name=name, description=shorten(str(getattr(tool, "description", "") or ""), 1000), schema=schema,
+            permissions=tuple(trust.permissions.get(name, ())), preconditions=tuple(trust.preconditions.get(name, ())),
+            needs_approval=approval, reversible=not approval, retry=retry, idempotency_field=key_field,
+            risk=0.5 if approval else 0.1, risk_category=why if approval else "as the server describes it",
+            extras={"mcp_hints": {k: hint(tool, k) for k in ("read_only_hint", "destructive_hint",
+                                                             "idempotent_hint")}})
+        compile_schema(contract.schema)
+    except Exception as exc:   # a pattern no ECMA engine compiles, a schema the metaschema refuses
+        return f"{shorten(name, 40)}: its inputSchema cannot be enforced ({type(exc).__name__})"
+    return contract
+
+
+__all__ = ["adopt_tool", "adopted_schema", "hint", "Trust"]

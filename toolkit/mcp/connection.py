@@ -1,0 +1,154 @@
+"""Chapter 09: one MCP client session, held by the official SDK in a thread of its own.
+
+    with McpConnection.stdio([sys.executable, "-m", "toolkit.mcp", "serve", "--workspace", "ws"]) as server:
+        server.tools()                               # tools/list: mcp.types.Tool values
+        server.call("read_file", {"path": "a.txt"})  # tools/call: an mcp.types.CallToolResult
+
+The SDK's ``stdio_client`` and ``ClientSession`` are async context managers that
+must be entered and left in the same task. A notebook cell already runs an event
+loop, and a host's tool runs synchronously, so the session lives in one task of
+an event loop in its own thread, from ``__enter__`` to ``__exit__``; each call is
+handed to that loop and waited for. Leaving the ``with`` block closes the
+session, which stops the server process the SDK started (and the thread).
+
+Hardening: a call waits at most ``timeout`` seconds (``TimeoutError``); a server
+that fails to start raises ``ConnectionError`` with one line, not a traceback;
+the server's stderr goes to a temporary file (``server_log()`` reads it), not
+into the notebook cell, and the file is removed when the connection closes.
+"""
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import threading
+from concurrent.futures import Future
+from typing import Any, Callable, Sequence
+
+#: Seconds to wait for the server to start and answer initialize, and for one call.
+START_SECONDS = 20.0
+CALL_SECONDS = 30.0
+#: At most this many pages of tools/list are read (a server that pages forever is cut off there).
+MAX_PAGES = 100
+
+
+class McpConnection:
+    """A client session to one MCP server, usable from synchronous code; a context manager."""
+
+    def __init__(self, command: Sequence[str], cwd: str | None = None, env: dict[str, str] | None = None,
+                 timeout: float = CALL_SECONDS):
+        if not command:
+            raise ValueError("an MCP server command needs at least the program to run")
+        self.command, self.cwd, self.env, self.timeout = list(command), cwd, env, timeout
+        self.server_name = ""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._session: Any = None
+        self._stop: asyncio.Event | None = None
+        self._ready: Future = Future()
+        self._errlog: Any = None
+
+    @classmethod
+    def stdio(cls, command: Sequence[str], cwd: str | None = None, env: dict[str, str] | None = None,
+              timeout: float = CALL_SECONDS) -> "McpConnection":
+        """A connection that starts ``command`` and speaks MCP over its stdin/stdout."""
+        return cls(command, cwd, env, timeout)
+
+    # -- the session's life -----------------------------------------------------
+    def __enter__(self) -> "McpConnection":
+        if self._loop is not None:
+            raise RuntimeError("this MCP connection is already open")
+        self._ready = Future()
+        self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-client", daemon=True)
+        self._thread.start()
+        self._done = asyncio.run_coroutine_threadsafe(self._hold(), self._loop)
+        try:
+            self._ready.result(START_SECONDS)
+        except BaseException as exc:
+            self.__exit__(None, None, None)
+            raise ConnectionError(f"the MCP server did not start: {type(exc).__name__}") from None
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        if self._stop is not None:
+            loop.call_soon_threadsafe(self._stop.set)
+        try:
+            self._done.result(START_SECONDS)
+        except BaseException:
+            pass
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(START_SECONDS)
+        loop.close()
+        self._loop = self._thread = self._session = None
+        if self._errlog is not None:
+            self._errlog.close()
+            self._errlog = None
+
+    def server_log(self) -> str:
+        """What the server wrote to its stderr so far (while the connection is open)."""
+        if self._errlog is None:
+            return ""
+        self._errlog.flush()
+        self._errlog.seek(0)
+        text = self._errlog.read()
+        self._errlog.seek(0, 2)
+        return text
+
+    async def _hold(self) -> None:
+        """Enter the SDK's context managers, signal ready, wait for ``__exit__``, leave them (one task)."""
+        from mcp import ClientSession
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        self._stop = asyncio.Event()
+        params = StdioServerParameters(command=self.command[0], args=self.command[1:], cwd=self.cwd, env=self.env)
+        try:
+            async with stdio_client(params, errlog=self._errlog) as (read, write), \
+                    ClientSession(read, write) as session:
+                initialized = await session.initialize()
+                self.server_name = initialized.server_info.name
+                self._session = session
+                self._ready.set_result(True)
+                await self._stop.wait()
+        except BaseException as exc:
+            if not self._ready.done():
+                self._ready.set_exception(exc)
+            raise
+
+    # -- requests ---------------------------------------------------------------
+    def _run(self, make: Callable[[Any], Any]) -> Any:
+        """Run ``make(session)`` (a coroutine) on the session's loop and wait for it, at most ``timeout`` s."""
+        if self._loop is None or self._session is None:
+            raise RuntimeError("the MCP connection is not open: use it inside a with block")
+        future = asyncio.run_coroutine_threadsafe(make(self._session), self._loop)
+        try:
+            return future.result(self.timeout)
+        except TimeoutError:
+            future.cancel()
+            raise
+
+    def tools(self) -> list[Any]:
+        """tools/list, every page: the server's tools as ``mcp.types.Tool`` values."""
+        from mcp import types
+
+        async def every_page(session: Any) -> list[Any]:
+            tools, cursor = [], None
+            for _ in range(MAX_PAGES):
+                params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+                page = await session.list_tools(params=params)
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+            return tools
+        return self._run(every_page)
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
+        """tools/call: the server's ``mcp.types.CallToolResult`` (raises the SDK's error on a protocol error)."""
+        return self._run(lambda session: session.call_tool(name, arguments))
+
+
+__all__ = ["CALL_SECONDS", "MAX_PAGES", "McpConnection", "START_SECONDS"]

@@ -1,0 +1,123 @@
+"""Chapter 09: the course's host in front of any MCP server: a tools/call is a request too.
+
+    proposal -> host.check (schema, permissions, preconditions, approval) -> ledger -> tools/call -> ToolResult
+
+``McpHost`` reads a server's tools (``tools/list``), adopts each one as a
+contract (``toolkit.mcp.adoption``) and declares them in an ordinary
+``toolkit.core.Host``. A call then meets the same layers as any tool's: it is
+checked first; a call that needs approval asks ``approve`` (a person, or a test)
+and runs only with a yes; a tool that is not safe to repeat goes through the
+ledger (``toolkit.effects``), so a retried call id or key replays the first
+result instead of sending a second tools/call. Only a legal call reaches the
+server. ``sent`` counts what did.
+
+The server's answer comes back as the course's ``ToolResult``: its
+``structuredContent`` (or its text) is the output; ``isError: true`` is a failed
+call carrying the server's first line of text, cut short.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from toolkit.core import (Caller, CallIds, Contract, FailureClass, Host, Status, Tool, ToolCall, ToolError,
+                          ToolFailure, ToolResult, invoke_with_ledger, request, shorten)
+from toolkit.mcp.adoption import Trust, adopt_tool
+
+#: ``approve(call, contract)``: True lets a call that needs approval run.
+Approver = Callable[[ToolCall, Contract], bool]
+
+
+def remote_output(result: Any) -> Any:
+    """A ``CallToolResult``'s payload: its structured content, else ``{"text": ...}``.
+
+    ``isError: true`` raises ``ToolFailure`` (a failed call), carrying the server's text cut short.
+    """
+    content = getattr(result, "content", None) or []
+    texts = [getattr(c, "text", "") for c in content if getattr(c, "type", "") == "text"]
+    if getattr(result, "is_error", False):
+        line = shorten(" ".join(texts).strip() or "the server reported an error", 200)
+        error = ToolError("execution_failed", "tools/call", f"the MCP server answered isError: {line}",
+                          hint="read the server's message; the effect may not have happened", retryable=False)
+        raise ToolFailure(Status.FAILED, "execution_failed", error.message, FailureClass.EXECUTION, error=error)
+    structured = getattr(result, "structured_content", None)
+    return structured if structured is not None else {"text": "\n".join(texts)}
+
+
+class McpHost:
+    """The course's layers in front of one open ``McpConnection``'s tools."""
+
+    def __init__(self, connection: Any, trust: Trust = Trust(), caller: Caller = Caller(),
+                 approve: Approver | None = None, ledger: Any = None):
+        from toolkit.effects import MemoryLedger
+
+        self.connection, self.trust, self.approve = connection, trust, approve
+        self.ledger = MemoryLedger() if ledger is None else ledger
+        self.ids = CallIds()
+        self.asked: list[str] = []      # every approval asked for, as a call summary and the answer
+        self.sent: list[str] = []       # every tools/call that reached the server, by tool name
+        self.skipped: dict[str, str] = {}   # tools the host could not adopt, and why
+        tools = []
+        for listed in connection.tools():
+            contract = adopt_tool(listed, trust)
+            if isinstance(contract, str):
+                self.skipped[str(getattr(listed, "name", "?"))] = contract
+            else:
+                tools.append(Tool(contract, self._runner(contract.name)))
+        self.host = Host.of(tools, caller)
+
+    def _runner(self, name: str) -> Callable[[dict, Any], Any]:
+        def run(arguments: dict, world: Any) -> Any:
+            self.sent.append(name)
+            try:
+                answer = self.connection.call(name, arguments)
+            except TimeoutError:
+                raise ToolFailure(Status.TIMEOUT, "timeout", "the MCP server did not answer in time",
+                                  FailureClass.TIMEOUT) from None
+            return remote_output(answer)
+        return run
+
+    @property
+    def contracts(self) -> dict[str, Contract]:
+        """The adopted contracts, by tool name."""
+        return {name: tool.contract for name, tool in self.host.tools.items()}
+
+    def cards(self) -> list[str]:
+        """Each adopted contract as the chapter's card."""
+        return [c.card() for c in self.contracts.values()]
+
+    def call(self, name: str, arguments: Any = None, call_id: str | None = None,
+             idempotency_key: str | None = None) -> ToolResult:
+        """One proposed call through every layer; the result answers ``call_id`` (minted when absent)."""
+        call = request(name, {} if arguments is None else arguments, call_id, self.ids, idempotency_key)
+        return self.execute(call)
+
+    def execute(self, call: ToolCall) -> ToolResult:
+        """Check ``call``; ask for approval when that is all it lacks; then run it (through the ledger if needed)."""
+        verdict = self.host.check(call)
+        contract = self.host.contract(call.name)
+        if not verdict.legal and contract is not None and self.approve is not None and _lacks_only_approval(verdict):
+            yes = _asked(self.approve, call, contract)
+            self.asked.append(f"{call.summary(contract.secret_fields)}: {'approved' if yes else 'declined'}")
+            if yes:
+                self.host.caller = self.host.caller.approving(call.call_id)
+                verdict = self.host.check(call)
+        return invoke_with_ledger(self.host, call, self.ledger, verdict)
+
+    def run_round(self, calls: Iterable[ToolCall]) -> list[ToolResult]:
+        """One result per call, in order."""
+        return [self.execute(call) for call in calls]
+
+
+def _lacks_only_approval(verdict: Any) -> bool:
+    errors = verdict.errors
+    return bool(errors) and all(e.code == "approval_required" for e in errors)
+
+
+def _asked(approve: Approver, call: ToolCall, contract: Contract) -> bool:
+    try:
+        return approve(call, contract) is True
+    except Exception:   # an approver that fails has not approved
+        return False
+
+
+__all__ = ["Approver", "McpHost", "remote_output"]

@@ -1,0 +1,207 @@
+"""Chapter 09: the course's host served over MCP: a tools/call is a request, checked like any other.
+
+    tools/list  -> one entry per contract: its name, description and argument schema, as declared
+    tools/call  -> host.execute(ToolCall(name, arguments, call id)): the three tests, then run or refuse
+
+A refusal is still a result, never a protocol error: a ``CallToolResult`` with
+``isError: true``, the course's ``ToolResult`` dict as ``structuredContent``
+(code, pointer, hint: what the model needs to repair the call) and one short
+line of text for clients that read only text. An unknown tool is refused by the
+host's own unknown-tool test, which names the nearest declared tools.
+
+The server is the SDK's low-level ``Server``: it validates nothing itself, so
+everything a call meets is the contract (``toolkit.core.check``).
+
+Hardening below the rule: no refusal leaves the server with the workspace's
+absolute path in it (``without_root`` replaces it by ``<workspace>``, on every
+string of every error result, whatever built it); a handler that raises answers
+a generic ``isError`` result instead of ``str(exc)``; the host's log keeps the
+last ``LOG_KEEP`` attempts, so a long-running server does not grow without end.
+
+    python -m toolkit.mcp serve --workspace DIR [--tools read_file,edit_file,inspect_exports]
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from toolkit.core import Caller, Host, Retry, Status, Tool, ToolCall, ToolResult
+
+#: The file tools the files part offers, by name: ``--tools`` chooses among them (read_file by default).
+CATALOG = ("read_file", "edit_file", "inspect_exports")
+SERVER_NAME = "toolcontract-course"
+#: A long-running server keeps only this many attempts in its host's log (the log is for reading, not a record).
+LOG_KEEP = 1000
+
+
+def catalog_tools(workspace: Path | str, names: Iterable[str] = ("read_file",)) -> list[Tool]:
+    """The course's file tools bound to ``workspace``: any of ``CATALOG``; an unknown name is a ValueError."""
+    from toolkit.files import make_edit_file, make_inspect_exports, make_read_file
+
+    makers = {"read_file": make_read_file, "edit_file": make_edit_file, "inspect_exports": make_inspect_exports}
+    names = list(dict.fromkeys(names))
+    unknown = [n for n in names if n not in makers]
+    if unknown:
+        raise ValueError(f"unknown tools {unknown}; choose from {', '.join(CATALOG)}")
+    return [makers[n](workspace) for n in names]
+
+
+def serving_host(workspace: Path | str, names: Iterable[str] = ("read_file",)) -> Host:
+    """The host the command serves: the chosen catalog tools, for a client holding exactly their scopes.
+
+    Naming a tool on the command line is the operator's grant: ``--tools edit_file`` gives the client
+    ``fs.write`` (edit_file's permission) and nothing else; the tests after it still run on every call.
+    """
+    tools = catalog_tools(workspace, names)
+    scopes = frozenset(p for t in tools for p in t.contract.permissions)
+    return Host.of(tools, Caller("mcp-client", scopes))
+
+
+def tool_listing(host: Host) -> list[Any]:
+    """tools/list: each declared contract as an ``mcp.types.Tool`` (its schema exactly as the contract has it).
+
+    The annotations are derived from the contract (read-only, destructive, idempotent), so a client that
+    shows hints shows the contract's own words.
+    """
+    from mcp import types
+
+    listing = []
+    for tool in host.tools.values():
+        contract = tool.contract
+        listing.append(types.Tool(
+            name=contract.name, description=contract.description, input_schema=dict(contract.schema),
+            annotations=types.ToolAnnotations(
+                read_only_hint=not contract.writes and contract.retry is Retry.SAFE,
+                destructive_hint=not contract.reversible,
+                idempotent_hint=contract.retry is Retry.SAFE,
+                open_world_hint=False)))
+    return listing
+
+
+def mcp_text(result: ToolResult) -> str:
+    """The one short line a text-only client reads: the output as JSON, or the first error with its hint."""
+    if result.ok:
+        return json.dumps(result.output, sort_keys=True, default=str)
+    error = result.errors[0] if result.errors else None
+    if error is None:
+        return f"{result.status.value}: {result.reason}"
+    hint = f" (hint: {error.hint})" if error.hint else ""
+    return f"{result.status.value}: {error.code} at {error.pointer}: {error.message}{hint}"
+
+
+def call_result(result: ToolResult, roots: Iterable[str] = ()) -> Any:
+    """A course ``ToolResult`` as an ``mcp.types.CallToolResult``: ``isError`` unless it succeeded.
+
+    ``structuredContent`` is ``result.to_dict()``. In a refusal or failure, ``roots`` (absolute folder
+    paths) are replaced by ``<workspace>`` in every string of it and of the text; a success is left as the
+    tool returned it (its output is data: scrubbing it would change what was read and break its evidence).
+    """
+    from mcp import types
+
+    structured, text = result.to_dict(), mcp_text(result)
+    if not result.ok:   # a tool's output is its data (a file may mention any path); what the host wrote is scrubbed
+        structured, text = without_root(structured, roots), without_root(text, roots)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                structured_content=structured, is_error=not result.ok)
+
+
+def mcp_call_id(request_id: Any) -> str:
+    """The course's call id for one tools/call: ``mcp_<JSON-RPC id>``, kept to the id alphabet."""
+    text = "".join(ch for ch in str(request_id) if ch.isalnum() or ch in "_-")[:40]
+    return f"mcp_{text or 'call'}"
+
+
+def answer_call(host: Host, name: Any, arguments: Any, call_id: str, roots: Iterable[str] = ()) -> Any:
+    """One tools/call, answered: the request goes through ``host.execute`` (so through ``host.check``).
+
+    Absent arguments are an empty object, so a missing field is reported as ``missing_required``.
+    Never raises: whatever goes wrong inside is an ``isError`` result that names no server detail.
+    """
+    from mcp import types
+
+    try:
+        call = ToolCall(name if isinstance(name, str) else str(name), {} if arguments is None else arguments,
+                        call_id)
+        result = host.execute(call)
+        if len(host.log) > LOG_KEEP:
+            del host.log[:-LOG_KEEP]
+        return call_result(result, roots)
+    except Exception as exc:   # a bug must not become a JSON-RPC error carrying str(exc) (a path, a secret)
+        failed = ToolResult(call_id, Status.FAILED, reason="execution_failed")
+        text = f"failed: the server could not answer this call ({type(exc).__name__})"
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                    structured_content=failed.to_dict(), is_error=True)
+
+
+def build_server(host: Host, roots: Iterable[str] = ()) -> Any:
+    """The SDK's low-level ``Server`` answering tools/list and tools/call from ``host``."""
+    from mcp import types
+    from mcp.server.lowlevel import Server
+
+    roots = tuple(roots)
+    listing = tool_listing(host)
+
+    async def on_list_tools(ctx: Any, params: Any) -> Any:
+        return types.ListToolsResult(tools=listing)
+
+    async def on_call_tool(ctx: Any, params: Any) -> Any:
+        return answer_call(host, params.name, params.arguments, mcp_call_id(ctx.request_id), roots)
+
+    return Server(SERVER_NAME, version="0.1.0", on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+
+
+def workspace_roots(workspace: Path | str) -> tuple[str, ...]:
+    """The spellings of ``workspace`` to keep out of answers: as given, absolute, and resolved (longest first)."""
+    spellings = {str(workspace), os.path.abspath(workspace), os.path.realpath(workspace)}
+    return tuple(sorted((s for s in spellings if len(s) > 1), key=len, reverse=True))
+
+
+def without_root(value: Any, roots: Iterable[str]) -> Any:
+    """``value`` with every root path in every string replaced by ``<workspace>`` (dicts and lists walked)."""
+    roots = tuple(roots)
+    if not roots:
+        return value
+    if isinstance(value, str):
+        for root in roots:
+            value = value.replace(root, "<workspace>")
+        return value
+    if isinstance(value, dict):
+        return {without_root(k, roots): without_root(v, roots) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [without_root(v, roots) for v in value]
+    return value
+
+
+def registration(workspace: Path | str, tools: Iterable[str] = ("read_file",), python: str = "python",
+                 name: str = "course-files") -> dict[str, Any]:
+    """The JSON an MCP client (Claude Desktop, an IDE, ``mcp`` clients) reads to start this server.
+
+    ``python`` must be the interpreter that has this package installed (a venv's ``bin/python``).
+    """
+    args = ["-m", "toolkit.mcp", "serve", "--workspace", str(workspace)]
+    tools = list(tools)
+    if tools != ["read_file"]:
+        args += ["--tools", ",".join(tools)]
+    return {"mcpServers": {name: {"command": python, "args": args}}}
+
+
+def serve_stdio(workspace: Path | str, names: Iterable[str] = ("read_file",)) -> None:
+    """Serve the catalog tools ``names`` over ``workspace`` on this process's stdin/stdout until stdin closes."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    host = serving_host(workspace, names)
+    server = build_server(host, workspace_roots(workspace))
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+__all__ = ["answer_call", "build_server", "call_result", "CATALOG", "catalog_tools", "LOG_KEEP", "mcp_call_id",
+           "mcp_text", "registration", "serve_stdio", "SERVER_NAME", "serving_host", "tool_listing", "without_root",
+           "workspace_roots"]
