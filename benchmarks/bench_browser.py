@@ -54,7 +54,7 @@ def main() -> int:
                 page = browser.new_page(viewport={"width": 1280, "height": 900})
                 page.set_default_timeout(60_000)
                 page.goto(lab.opened_address())
-                drive.wait_for_kernel(page, "00_start_here.ipynb")
+                drive.wait_for_kernel(page, harness.Lab.START_PAGE)
                 drive.close_in_lab(page)
                 print(f"{'notebook':<36} {'ready':>7} {'run all':>8} {'median':>8} {'worst':>8}")
                 for name in names:

@@ -3,7 +3,8 @@
     python benchmarks/bench_notebooks.py
 
 Both runs use this interpreter and the project's pytest settings (strict nbval, the sanitizer, the kernel of the
-current environment), so kernel start-up and collection cost the same in each; what is left is the time the
+current environment), on one worker (``-n 0``: the suite's two workers would hide cell time behind scheduling),
+so kernel start-up and collection cost the same in each; what is left is the time the
 chapters' own cells take. Aim: every notebook and solution within 1.6x as many notebooks that only print.
 """
 from __future__ import annotations
@@ -43,7 +44,7 @@ def nbval(paths: list[Path]) -> float:
     """Seconds for one strict nbval run over ``paths`` (it must pass)."""
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
-                           "-c", str(ROOT / "pyproject.toml"), *map(str, paths)],
+                           "-c", str(ROOT / "pyproject.toml"), "-n", "0", *map(str, paths)],
                           cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"nbval failed:\n{done.stdout[-2000:]}")

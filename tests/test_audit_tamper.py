@@ -19,37 +19,19 @@ from pathlib import Path
 import pytest
 
 import toolkit as tk
-from toolkit.core import Status, ToolFailure
 from toolkit.effects import (Anchor, AuditLog, RetryController, RetryPolicy, Verification, run_audited,
                              verify_audit_file)
 from toolkit.worlds import CREATE_INVOICE
+
+from test_audit import Books  # the same small billing world the audit tests use
 
 KEY = b"host-secret-kept-outside-the-file"
 GUARDS = ("audit_events_no_update", "audit_events_no_delete", "audit_events_in_order")
 
 
-class Books:
-    """Invoices by key; the first ``failures`` calls meet a busy service."""
-
-    def __init__(self, failures=1):
-        self.failures, self.invoices = failures, {}
-
-    def order(self, order_id):
-        return {"approved": True}
-
-    def invoices_with_key(self, key):
-        return [self.invoices[key]] if key in self.invoices else []
-
-    def run(self, args, world):
-        if self.failures:
-            self.failures -= 1
-            raise ToolFailure(Status.RECOVERABLE_FAILURE, "rate_limited")
-        return {"invoice_id": self.invoices.setdefault(args["idempotency_key"], f"INV-{len(self.invoices) + 9}")}
-
-
 def write_log(path: Path, key: bytes | None = None) -> Anchor:
     """Three audited calls (c1 succeeds after one retry); returns the anchor the host keeps."""
-    books = Books()
+    books = Books(failures=1)
     host = tk.Host.of([tk.Tool(CREATE_INVOICE, books.run)], tk.Caller("agent-427", frozenset({"billing.write"})),
                       books)
     with AuditLog(path, key=key) as log:

@@ -21,20 +21,9 @@ from toolkit.effects import MemoryLedger  # noqa: E402
 from toolkit.mcp import (McpConnection, McpHost, SECRET, Trust, adopt_tool, guarded_tickets,  # noqa: E402
                          naive_vs_contract, remote_output, stored_tickets, tickets_server_command)
 
+from processes import live_children  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def live_children() -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == os.getpid() and fields[0] != "Z":
-                found.append(int(entry.name))
-    return found
 
 
 def listed(name, schema=None, **hints):

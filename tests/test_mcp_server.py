@@ -8,7 +8,6 @@ running afterwards.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,21 +20,9 @@ from toolkit.core import Host  # noqa: E402
 from toolkit.files import READ_FILE_SCHEMA  # noqa: E402
 from toolkit.mcp import McpConnection, answer_call, catalog_tools, course_server_command, workspace_roots  # noqa: E402
 
+from processes import live_children as children  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def children() -> list[int]:
-    """Live (not zombie) child processes of this test process, read from /proc."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == os.getpid() and fields[0] != "Z":
-                found.append(int(entry.name))
-    return found
 
 
 @pytest.fixture(scope="module")
