@@ -470,8 +470,11 @@ def test_notebook_prints_what_the_toolkit_computes():
 def test_notebook_shows_the_table_as_drawn_and_never_points_at_an_unseen_text():
     nb = nbformat.read(NOTEBOOK, as_version=4)
     prose = "\n".join(c.source for c in nb.cells)
-    assert "| read–write dependency | read the config, then create based on it | the latter waits for the former |" \
-        in prose
+    # the three resource relations, in the course's own words, with the book's facts
+    assert "| both only read | one reads A, the other reads B | runs them side by side |" in prose
+    assert "| both write the same thing | two edits of one file | one after the other, or under a lock |" in prose
+    assert ("| one needs what the other produces | read the config, then create something from it | "
+            "the second waits until the first is done |") in prose
     assert "t4 " in prose and "(completion event)" in prose      # the sketch is drawn with t4 as the event
     lowered = prose.lower()
     for phrase in ("seed", "the chapter's table", "the chapter's sketch", "the chapter's round",
