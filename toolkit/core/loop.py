@@ -21,7 +21,6 @@ anything shaped like a credential, never reaches a printed line.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Protocol
 
@@ -31,7 +30,7 @@ from toolkit.core.errors import ToolError, shorten
 from toolkit.core.host import Host, rejection
 from toolkit.core.keys import call_arguments, carried_key
 from toolkit.core.legality import Verdict
-from toolkit.core.redaction import redact, scrub, secret_values
+from toolkit.core.redaction import redacted_text
 from toolkit.core.results import FailureClass, Status, ToolResult
 
 
@@ -56,15 +55,9 @@ class Observation:
 
 def shown_call(call: ToolCall, secret_fields: Iterable[str] = ()) -> str:
     """``name({...}) #call_id`` with the arguments redacted and scrubbed *before* they are cut to length."""
-    fields = tuple(secret_fields)
     parsed = call_arguments(call)
     value = parsed if parsed is not None else call.arguments
-    try:
-        text = json.dumps(redact(value, fields), default=repr, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    text = scrub(text, secret_values(value, fields))
-    return f"{call.name}({shorten(text, 80)}) #{call.call_id}"
+    return f"{call.name}({shorten(redacted_text(value, secret_fields), 80)}) #{call.call_id}"
 
 
 @dataclass(frozen=True)

@@ -206,3 +206,16 @@ _QUOTED_FIELD = re.compile(r'"([^"\\]{1,64})"(\s*:\s*)("(?:[^"\\]|\\.)*"?|[^\s,}
 def _mask_field(match: re.Match) -> str:
     name, colon, _value = match.groups()
     return f'"{name}"{colon}"{REDACTED}"' if is_secret_name(name) else match.group(0)
+
+
+def redacted_text(value: Any, secret_fields: Iterable[str] = ()) -> str:
+    """``value`` as one line of JSON that is safe to show: secret fields redacted, secret values scrubbed.
+
+    Mask first, cut later: callers shorten this text, never the raw value.
+    """
+    fields = tuple(secret_fields)
+    try:
+        text = json.dumps(redact(value, fields), default=repr, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return scrub(text, secret_values(value, fields))

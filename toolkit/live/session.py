@@ -21,8 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from toolkit.core import Host, State, Status, ToolCall, ToolResult, invoke_with_ledger, redact, scrub, secret_values
-from toolkit.core import shorten
+from toolkit.core import Host, State, Status, ToolCall, ToolResult, invoke_with_ledger, redacted_text, shorten
 from toolkit.live.conversation import ModelReply
 from toolkit.live.endpoint import failure_line, is_transient
 from toolkit.wire import Refusal, run_round
@@ -47,11 +46,7 @@ def call_line(item: ToolCall | Refusal, vendor_id: Any, secret_fields: tuple[str
             value = json.loads(value)
         except ValueError:
             pass
-    try:
-        text = json.dumps(redact(value, secret_fields), ensure_ascii=False, default=repr)
-    except (TypeError, ValueError):
-        text = repr(value)
-    text = scrub(text, secret_values(value, secret_fields))
+    text = redacted_text(value, secret_fields)
     return f"{vendor_id if vendor_id is not None else '-'} {item.name or '?'}({shorten(text, 120)})"
 
 
