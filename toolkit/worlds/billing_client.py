@@ -6,20 +6,25 @@ nothing was created and a retry may work (the service is not listening, or it
 answered that it is busy); the request went out and no answer came back (the
 outcome is unknown: ask with the same key before anything else). Arguments
 that cannot even be encoded are refused here, before a socket is opened.
+
+By default the client talks to a port on 127.0.0.1; given a ``url`` (the
+class hub's ``http://127.0.0.1:8000/services/billing/``) it talks to that
+address and path instead. Given a ``student``, every invoice it creates is
+tagged with that name.
 """
 from __future__ import annotations
 
 import http.client
 import json
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from toolkit.core import Status, ToolFailure
-from toolkit.worlds.billing_http import LOOPBACK
+from toolkit.worlds.billing_http import LOOPBACK, STUDENT_HEADER
 
 
 class BillingClient:
-    """Talks to a billing service on 127.0.0.1.
+    """Talks to a billing service on 127.0.0.1 (or at ``url``).
 
     ``create_invoice`` returns the invoice, or raises ``ToolFailure`` that
     says what is known about the outcome:
@@ -32,8 +37,27 @@ class BillingClient:
       unknown: ask with the same key before anything else).
     """
 
-    def __init__(self, port: int, timeout: float = 5.0):
-        self.port, self.timeout = int(port), timeout
+    def __init__(self, port: int | None = None, timeout: float = 5.0, *, url: str | None = None,
+                 student: str | None = None):
+        if url is None:
+            self.scheme, self.host, self.base = "http", LOOPBACK, ""
+            self.port = int(port or 0)
+        else:
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(f"a billing URL is http(s)://host[:port]/path, not {url!r}")
+            self.scheme, self.host, self.base = parts.scheme, parts.hostname, parts.path.rstrip("/")
+            self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.timeout, self.student = timeout, student or ""
+
+    @property
+    def url(self) -> str:
+        """The service's address, as this client reaches it."""
+        return f"{self.scheme}://{self.host}:{self.port}{self.base}/"
+
+    def _connection(self) -> http.client.HTTPConnection:
+        kind = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
+        return kind(self.host, self.port, timeout=self.timeout)
 
     def _request(self, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
         try:
@@ -41,7 +65,10 @@ class BillingClient:
         except (TypeError, ValueError):
             raise ToolFailure(Status.REJECTED, "invalid_json",
                               "the arguments cannot be sent as JSON; nothing was sent") from None
-        connection = http.client.HTTPConnection(LOOPBACK, self.port, timeout=self.timeout)
+        connection = self._connection()
+        headers = {"Content-Type": "application/json"}
+        if self.student and body is not None:
+            headers[STUDENT_HEADER] = quote(self.student, safe="")
         try:
             try:
                 connection.connect()
@@ -49,7 +76,7 @@ class BillingClient:
                 raise ToolFailure(Status.RECOVERABLE_FAILURE, "unreachable",
                                   "the billing service is not listening; nothing was sent") from None
             try:
-                connection.request(method, path, body=data, headers={"Content-Type": "application/json"})
+                connection.request(method, self.base + path, body=data, headers=headers)
                 response = connection.getresponse()
                 raw = response.read()
             except (OSError, http.client.HTTPException):

@@ -1,12 +1,18 @@
 """Chapter 05: the billing service as its own process: plain HTTP + JSON on 127.0.0.1, and its client.
 
-    python -m toolkit.worlds.billing_http serve --db billing.db --port 0 [--honour-keys]
+    python -m toolkit.worlds.billing_http serve --db billing.db --port 0 [--honour-keys] [--prefix /services/billing/]
 
 It listens on 127.0.0.1 only and speaks a few routes:
 
     POST /invoices                      create_invoice arguments -> 201 (new) or 200 (replayed)
     GET  /invoices                      every invoice, oldest first
     GET  /invoices?idempotency_key=K    the invoice first recorded for K, or 404
+    GET  /                              who is answering: {"service": "billing", "honour_keys": ...}
+
+With a ``prefix`` (a JupyterHub service's ``/services/billing/``) the same
+routes answer under it as well, as a hub's proxy forwards them. A POST may
+carry a ``X-Course-Student`` header (percent-encoded text): the invoice it
+creates is tagged with that student (the class experiment's tally).
 
 Requests are served concurrently, one thread each, so a client that opens a
 socket and says nothing holds only its own thread, for at most
@@ -24,13 +30,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from dataclasses import dataclass
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from toolkit.core import ToolError
 from toolkit.worlds.billing_service import BillingService
@@ -45,6 +52,8 @@ LOOPBACK = "127.0.0.1"
 IDLE_TIMEOUT = 5.0
 #: Connections served at once; one more gets an immediate 503 (nothing was created).
 MAX_CONNECTIONS = 32
+#: The request header naming the student an invoice is made for (percent-encoded text).
+STUDENT_HEADER = "X-Course-Student"
 
 
 def _error_body(code: str, message: str) -> dict[str, Any]:
@@ -81,7 +90,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_POST(self) -> None:
-        if urlsplit(self.path).path != "/invoices":
+        if self.server.route(urlsplit(self.path).path) != "/invoices":
             return self._reply(404, _error_body("not_found", "no such route"))
         try:
             length = int(self.headers.get("Content-Length", ""))
@@ -89,12 +98,16 @@ class _Handler(BaseHTTPRequestHandler):
             return self._reply(411, _error_body("invalid_json", "a Content-Length header is required"))
         if not 0 <= length <= MAX_BODY:
             return self._reply(413, _error_body("too_large", f"the body must be at most {MAX_BODY} bytes"))
-        status, body = self.server.billing.create_invoice(self.rfile.read(length))
-        self._reply(status, body)
+        body = self.rfile.read(length)
+        student = unquote(self.headers.get(STUDENT_HEADER, ""), errors="replace")
+        self._reply(*self.server.billing.create_invoice(body, student))
 
     def do_GET(self) -> None:
         parts = urlsplit(self.path)
-        if parts.path != "/invoices":
+        route = self.server.route(parts.path)
+        if route == "/":
+            return self._reply(200, {"service": "billing", "honour_keys": self.server.billing.honour_keys})
+        if route != "/invoices":
             return self._reply(404, _error_body("not_found", "no such route"))
         keys = parse_qs(parts.query).get("idempotency_key")
         if keys:
@@ -110,14 +123,22 @@ class BillingServer(ThreadingHTTPServer):
     block_on_close = True    # each bounded by ``IDLE_TIMEOUT``
     request_queue_size = 2 * MAX_CONNECTIONS   # the listen backlog: a burst is accepted, then served or refused
 
-    def __init__(self, billing: BillingService, port: int = 0):
+    def __init__(self, billing: BillingService, port: int = 0, prefix: str = ""):
         self.billing = billing
+        self.prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""   # "/services/billing" or ""
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         super().__init__((LOOPBACK, port), _Handler)
 
     @property
     def port(self) -> int:
         return self.server_address[1]
+
+    def route(self, path: str) -> str | None:
+        """The route a path names ("/" or "/invoices"), with or without the prefix; None for any other path."""
+        if self.prefix and (path == self.prefix or path.startswith(self.prefix + "/")):
+            path = path[len(self.prefix):]
+        path = path or "/"
+        return path if path in ("/", "/invoices") else None
 
     def process_request(self, request: Any, client_address: Any) -> None:
         """Serve in a thread if a slot is free; else answer 503 now and close."""
@@ -155,9 +176,10 @@ def _refuse_busy(request: Any) -> None:
 
 
 def serve(path: str | Path, *, port: int = 0, honour_keys: bool = False,
-          notify: Callable[[str], None] | None = None, ready: Callable[[int], None] | None = None) -> None:
+          notify: Callable[[str], None] | None = None, ready: Callable[[int], None] | None = None,
+          prefix: str = "") -> None:
     """Run the service until the process is stopped; ``ready(port)`` is called once it listens."""
-    server = BillingServer(BillingService(path, honour_keys=honour_keys, notify=notify), port)
+    server = BillingServer(BillingService(path, honour_keys=honour_keys, notify=notify), port, prefix)
     if ready:
         ready(server.port)
     try:
@@ -166,7 +188,7 @@ def serve(path: str | Path, *, port: int = 0, honour_keys: bool = False,
         server.server_close()
 
 
-def _serve_child(path: str, honour_keys: bool, notify: Callable[[str], None] | None, pipe: Any,
+def serve_child(path: str, honour_keys: bool, notify: Callable[[str], None] | None, pipe: Any,
                  other_end: Any = None) -> None:
     """The child's side: close the end it inherited and does not use, say the port once, then close the pipe."""
     if other_end is not None:
@@ -216,7 +238,7 @@ def start(path: str | Path, *, honour_keys: bool = False, notify: Callable[[str]
     ctx = process_context(context)
     CREATE_INVOICE.validator  # compile the schema here once, not in every forked child
     receive, send = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_serve_child, args=(str(path), honour_keys, notify, send, receive), daemon=True)
+    process = ctx.Process(target=serve_child, args=(str(path), honour_keys, notify, send, receive), daemon=True)
     try:
         process.start()
     finally:
@@ -233,6 +255,18 @@ def start(path: str | Path, *, honour_keys: bool = False, notify: Callable[[str]
     return BillingProcess(process, port)
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _stop_on_signals() -> None:
+    """SIGINT and SIGTERM stop the command at once, even where its parent started it with SIGINT ignored (a hub
+    stops its services with SIGINT, then SIGTERM)."""
+    for name in ("SIGINT", "SIGTERM"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _interrupt)
+
+
 def billing_main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m toolkit.worlds.billing_http", description="Run the billing service.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -240,20 +274,22 @@ def billing_main(argv: list[str] | None = None) -> int:
     run.add_argument("--db", required=True, help="the SQLite file for invoices")
     run.add_argument("--port", type=int, default=0, help="0 picks a free port (printed on start)")
     run.add_argument("--honour-keys", action="store_true", help="recognize idempotency keys")
+    run.add_argument("--prefix", default="", help="answer under this path too, e.g. /services/billing/")
     options = parser.parse_args(argv)
 
     def ready(port: int) -> None:
         print(f"billing listening on {LOOPBACK}:{port}", flush=True)
 
+    _stop_on_signals()
     try:
-        serve(options.db, port=options.port, honour_keys=options.honour_keys, ready=ready)
+        serve(options.db, port=options.port, honour_keys=options.honour_keys, ready=ready, prefix=options.prefix)
     except KeyboardInterrupt:
         pass
     return 0
 
 
 __all__ = ["BillingProcess", "BillingServer", "IDLE_TIMEOUT", "LOOPBACK", "MAX_BODY",
-           "MAX_CONNECTIONS", "billing_main", "serve", "start"]
+           "MAX_CONNECTIONS", "STUDENT_HEADER", "billing_main", "serve", "serve_child", "start"]
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ invoice: this is the billing service of the duplicate-invoice trace.
 ``BillingService`` wraps the rule in one transaction per request and answers
 with an HTTP status and a JSON body, never with an exception: an amount too
 large to book is a 400, a database that stays locked is a 503, anything else a
-500, and each says that nothing was created. ``toolkit.worlds.billing_http``
+500, and each says that nothing was created. An invoice may carry a student tag
+(the class experiment's: who made it; empty by default, and then left out of
+the invoice's dict). ``toolkit.worlds.billing_http``
 serves it from its own process on 127.0.0.1, one thread per request: the
 service's own connection belongs to the thread that made it, and every other
 thread opens its own for one request (SQLite's write lock, taken by
@@ -40,19 +42,22 @@ CREATE TABLE IF NOT EXISTS invoices (
     amount          REAL NOT NULL,
     currency        TEXT NOT NULL,
     idempotency_key TEXT NOT NULL,
-    fingerprint     TEXT NOT NULL        -- sha256 of canonical JSON (order_id, amount, currency)
+    fingerprint     TEXT NOT NULL,       -- sha256 of canonical JSON (order_id, amount, currency)
+    student         TEXT NOT NULL DEFAULT ''   -- the class experiment's tag: who made it ('' for nobody)
 )"""
 INVOICES_INDEX = "CREATE INDEX IF NOT EXISTS invoices_by_key ON invoices (idempotency_key)"
-_COLUMNS = "number, order_id, amount, currency, idempotency_key, fingerprint"
+_COLUMNS = "number, order_id, amount, currency, idempotency_key, fingerprint, student"
+#: The longest student tag an invoice carries.
+MAX_STUDENT = 64
 
 
 def issue_invoice(conn: sqlite3.Connection, arguments: dict, *, honour_keys: bool,
-                  first_number: int = FIRST_NUMBER) -> dict[str, Any]:
+                  first_number: int = FIRST_NUMBER, student: str = "") -> dict[str, Any]:
     """Write one invoice through ``conn``, inside the caller's transaction (this never commits).
 
     Arguments must already be valid (see ``check_invoice``). Honouring keys,
     a known key returns its first invoice with ``replayed: True``, and a known
-    key with a different order raises ``ToolFailure`` (rejected).
+    key with a different order raises ``ToolFailure`` (rejected). ``student`` tags a new invoice.
     """
     digest = fingerprint({k: arguments[k] for k in ("order_id", "amount", "currency")})
     key = arguments["idempotency_key"]
@@ -64,8 +69,8 @@ def issue_invoice(conn: sqlite3.Connection, arguments: dict, *, honour_keys: boo
                                   "this idempotency key was used for a different invoice")
             return _invoice(row, replayed=True)
     number = conn.execute("SELECT coalesce(max(number) + 1, ?) FROM invoices", (first_number,)).fetchone()[0]
-    row = (number, arguments["order_id"], float(arguments["amount"]), arguments["currency"], key, digest)
-    conn.execute(f"INSERT INTO invoices ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)", row)
+    row = (number, arguments["order_id"], float(arguments["amount"]), arguments["currency"], key, digest, student)
+    conn.execute(f"INSERT INTO invoices ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", row)
     return _invoice(row)
 
 
@@ -76,8 +81,11 @@ def _first_for_key(conn: sqlite3.Connection, key: str) -> tuple | None:
 
 def _invoice(row: tuple, replayed: bool = False) -> dict[str, Any]:
     number, order_id, amount, currency, key = row[:5]
-    return {"invoice_id": f"INV-{number}", "order_id": order_id, "amount": amount, "currency": currency,
-            "idempotency_key": key, "replayed": replayed}
+    invoice = {"invoice_id": f"INV-{number}", "order_id": order_id, "amount": amount, "currency": currency,
+               "idempotency_key": key, "replayed": replayed}
+    if len(row) > 6 and row[6]:
+        invoice["student"] = row[6]
+    return invoice
 
 
 def list_invoices(conn: sqlite3.Connection) -> list[dict[str, Any]]:
@@ -91,7 +99,25 @@ def open_books(path: str | Path) -> sqlite3.Connection:
     with transaction(conn):
         conn.execute(INVOICES_SCHEMA)
         conn.execute(INVOICES_INDEX)
+        if "student" not in {column[1] for column in conn.execute("PRAGMA table_info(invoices)")}:
+            conn.execute("ALTER TABLE invoices ADD COLUMN student TEXT NOT NULL DEFAULT ''")   # books made before tags
     return conn
+
+
+def student_errors(student: Any) -> list[ToolError]:
+    """A student tag is text of 1 to ``MAX_STUDENT`` printable characters (or empty: no tag)."""
+    if not isinstance(student, str):
+        return [ToolError("wrong_type", "$.student", "the student tag must be text", expected="string",
+                          received=type(student).__name__, retryable=False)]
+    if len(student) > MAX_STUDENT:
+        return [ToolError("length", "$.student", f"the student tag must be at most {MAX_STUDENT} characters",
+                          expected=f"<= {MAX_STUDENT} characters", received=f"{len(student)} characters",
+                          retryable=False)]
+    if not student.isprintable() or student != student.strip():
+        return [ToolError("pattern", "$.student", "the student tag must be printable text without outer spaces",
+                          expected="printable text", received="a tag with control characters or outer spaces",
+                          retryable=False)]
+    return []
 
 
 def check_invoice(raw: Any) -> tuple[dict | None, list[ToolError]]:
@@ -146,8 +172,14 @@ class BillingService:
         finally:
             conn.close()
 
-    def create_invoice(self, raw: Any) -> tuple[int, dict[str, Any]]:
-        """Handle one request: an HTTP status and a JSON body (an invoice, or ``{"errors": [...]}``)."""
+    def create_invoice(self, raw: Any, student: str = "") -> tuple[int, dict[str, Any]]:
+        """Handle one request: an HTTP status and a JSON body (an invoice, or ``{"errors": [...]}``).
+
+        ``student`` (optional) tags the invoice it creates with who made it.
+        """
+        errors = student_errors(student)
+        if errors:
+            return 400, {"errors": [e.to_dict() for e in errors]}
         arguments, errors = check_invoice(raw)
         if errors:
             return 400, {"errors": [e.to_dict() for e in errors]}
@@ -155,7 +187,7 @@ class BillingService:
             with self._books() as conn, transaction(conn):
                 earlier = conn.execute("SELECT count(*) FROM invoices WHERE order_id = ?",
                                        (arguments["order_id"],)).fetchone()[0]
-                invoice = issue_invoice(conn, arguments, honour_keys=self.honour_keys)
+                invoice = issue_invoice(conn, arguments, honour_keys=self.honour_keys, student=student)
         except ToolFailure as failure:
             error = ToolError(failure.reason, "$.idempotency_key", failure.message, retryable=False,
                               hint="use the original arguments with this key, or a new key")
@@ -199,5 +231,5 @@ def trace_sentence(invoice: dict[str, Any], earlier: int) -> str:
     return f"billing service creates invoice {invoice['invoice_id']}"
 
 
-__all__ = ["BillingService", "FIRST_NUMBER", "MAX_AMOUNT", "INVOICES_INDEX", "INVOICES_SCHEMA", "check_invoice", "issue_invoice",
-           "list_invoices", "open_books", "trace_sentence"]
+__all__ = ["BillingService", "FIRST_NUMBER", "MAX_AMOUNT", "MAX_STUDENT", "INVOICES_INDEX", "INVOICES_SCHEMA",
+           "check_invoice", "issue_invoice", "list_invoices", "open_books", "student_errors", "trace_sentence"]

@@ -14,9 +14,10 @@ child retries. The billing service is a third process with its own SQLite
 database. The trace is assembled from what each process wrote to a shared
 event file, and the invoice count is read from billing's database.
 
-``crash_matrix`` runs every crash point against every agent and counts
-invoices. ``guarded_run`` says which run a choice of guards plays (durable
-key, atomic ledger, billing that honours keys): the chapter's panel shows it.
+``run_scenarios`` plays several runs side by side, each with its own folder
+and processes: a run is a generator that yields whenever it waits for one of
+its processes, and one loop moves every run on as soon as what it waits for
+is over (``toolkit.worlds.crash_designs`` builds the chapter's comparisons on it).
 """
 from __future__ import annotations
 
@@ -25,23 +26,14 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generator, Iterable
 
 from toolkit.effects import SqliteLedger, connect
-from toolkit.worlds.billing_http import start
+from toolkit.worlds.billing_http import serve_child as _billing_child   # the billing process: serve, say the port once
 from toolkit.worlds.billing_service import list_invoices, open_books
 from toolkit.worlds.catalog import CREATE_INVOICE
-from toolkit.worlds.children import process_context, reap
+from toolkit.worlds.children import in_one_child, process_context, reap
 from toolkit.worlds.crash_agents import CRASH_POINTS, KILLED, MODES, EventLog, agent
-
-#: What each agent does, in the scenario's words, with its ledger on disk (True) or in memory (False).
-AGENT_TEXT: dict[tuple[str, bool], str] = {
-    ("naive", True): "invoice first, then the ledger row in a separate step; billing ignores keys",
-    ("atomic", True): "invoice and ledger row in one SQLite transaction, in billing's database",
-    ("keyed", True): "ledger row pending -> done around the call; billing recognizes the key",
-    ("naive", False): "invoice first, then the key in the agent's memory; billing ignores keys",
-    ("keyed", False): "key pending -> done in the agent's memory around the call; billing recognizes the key",
-}
 
 
 def run_scenario(mode: str = "naive", crash_at: str = "after_effect_before_ledger", *, durable: bool = True,
@@ -54,27 +46,119 @@ def run_scenario(mode: str = "naive", crash_at: str = "after_effect_before_ledge
     ``crashed`` (the first child was killed). Every process is ended and the
     temporary directory removed before it returns.
     """
+    return run_scenarios([(mode, crash_at, durable)], context=context)[0]
+
+
+def run_scenarios(settings: Iterable[tuple[str, str, bool]], *, context: str | None = None) -> list[dict[str, Any]]:
+    """``run_scenario`` for each ``(mode, crash_at, durable)``, all played at the same time; outcomes in order.
+
+    Each run has its own folder, its own billing process and its own agent
+    processes, so the runs cannot see each other; playing them side by side
+    only saves the time each would spend waiting for its processes. With fork,
+    several runs are played from one child process (``in_one_child``).
+    """
+    ctx = process_context(context)
+    checked = [_checked(*setting) for setting in settings]
+    CREATE_INVOICE.validator  # compile the schema once, before forking children
+    if len(checked) > 1 and ctx.get_start_method() == "fork":
+        return in_one_child(_play_all, checked, ctx)     # every process of every run starts from one child
+    return _play_all(checked, ctx)
+
+
+def _play_all(settings: list[tuple[str, str, bool]], ctx: Any) -> list[dict[str, Any]]:
+    return _drive([_play(*setting, ctx) for setting in settings])
+
+
+def _checked(mode: str, crash_at: str, durable: bool = True) -> tuple[str, str, bool]:
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
     if crash_at not in CRASH_POINTS:
         raise ValueError(f"crash_at must be one of {tuple(CRASH_POINTS)}")
     if mode == "atomic" and not durable:
         raise ValueError("the atomic agent's ledger lives in billing's database; it cannot be kept in memory")
-    ctx = process_context(context)
-    CREATE_INVOICE.validator  # compile the schema once, before forking children
+    return mode, crash_at, durable
+
+
+@dataclass
+class _Wait:
+    """What a run waits for: its process to end, or to say it lived (``between``), or to write to ``ready``."""
+
+    process: Any
+    between: Any = None
+    wait: float = 30
+    ready: Any = None
+
+    def __post_init__(self) -> None:
+        self.deadline = time.monotonic() + self.wait
+
+    def handles(self) -> list[Any]:
+        return [self.process.sentinel] + ([self.ready] if self.ready is not None else [])
+
+    def over(self) -> bool:
+        return (not self.process.is_alive() or (self.between is not None and self.between[0].is_set())
+                or (self.ready is not None and self.ready.poll()) or time.monotonic() >= self.deadline)
+
+
+def _drive(plays: list[Generator[_Wait, None, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Advance every run whenever what it waits for is over; each run cleans up when it ends, or is closed."""
+    from multiprocessing.connection import wait as mp_wait
+
+    results: list[dict[str, Any]] = [{} for _ in plays]
+    waiting: dict[int, _Wait] = {}
+
+    def advance(i: int) -> None:
+        try:
+            waiting[i] = plays[i].send(None)
+        except StopIteration as done:
+            results[i] = done.value
+            waiting.pop(i, None)
+
+    try:
+        for i in range(len(plays)):
+            advance(i)
+        while waiting:
+            ready = [i for i, wait in waiting.items() if wait.over()]
+            if not ready:
+                mp_wait([h for w in waiting.values() for h in w.handles()], timeout=0.005)
+            for i in ready:
+                advance(i)
+    finally:
+        for play in plays:
+            play.close()            # a run that did not finish ends its processes and removes its folder
+    return results
+
+
+def _play(mode: str, crash_at: str, durable: bool, ctx: Any) -> Generator[_Wait, None, dict[str, Any]]:
+    """One run, as steps: it yields whenever it waits for one of its processes."""
     with ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="invoice-trace-")))
         log = EventLog(str(work / "events.jsonl"))
+        billing, port = None, None
         if mode == "atomic":
             open_books(work / "billing.db").close()
-            port = None
         else:
-            port = stack.enter_context(start(work / "billing.db", honour_keys=(mode == "keyed"), notify=log,
-                                             context=ctx)).port
+            receive, send = ctx.Pipe(duplex=False)
+            billing = ctx.Process(target=_billing_child, args=(str(work / "billing.db"), mode == "keyed", log,
+                                                                send, receive), daemon=True)
+            billing.start()
+            send.close()
+            stack.callback(billing.close)
+            stack.callback(reap, billing, 5, terminate=True)
+            stack.callback(receive.close)
+            yield _Wait(billing, ready=receive, wait=10)      # the service says its port once it listens
+            try:
+                if not receive.poll():
+                    raise EOFError
+                port = receive.recv()
+            except (EOFError, OSError):
+                raise RuntimeError("the billing service did not start") from None
         between = None if durable else (ctx.Event(), ctx.Event())
         point = None if crash_at == "none" else crash_at
         first = _child(stack, ctx, mode, point, str(work), port, 1, durable, between)
-        survived = _first_attempt_over(first, between)
+        yield _Wait(first, between)
+        survived = between is not None and between[0].is_set()
+        if not survived:
+            reap(first, 0)
         after_crash = _state(work, mode)
         if survived:                                   # a living process retries from its own memory
             between[1].set()
@@ -86,11 +170,15 @@ def run_scenario(mode: str = "naive", crash_at: str = "after_effect_before_ledge
             if crashed:
                 log(_crash_sentence(mode, crash_at, durable, after_crash))
             second = _child(stack, ctx, mode, None, str(work), port, 2, durable, None)
+        yield _Wait(second)
         reap(second)
         if second.exitcode != 0:
             raise RuntimeError(f"the retry did not finish (exit code {second.exitcode})")
         final = _state(work, mode)
         events = log.read()
+        if billing is not None:                        # stop billing while the other runs go on
+            billing.terminate()
+            yield _Wait(billing, wait=5)
     return {"mode": mode, "crash_at": crash_at, "crashed": crashed,
             "trace": [f"t{i}  {text}" for i, text in enumerate(events)],
             "invoice_count": len(final["invoices"]), "invoices": final["invoices"], "ledger": final["ledger"],
@@ -116,20 +204,6 @@ def _child(stack: ExitStack, ctx: Any, *args: Any) -> Any:
     return process
 
 
-def _first_attempt_over(process: Any, between: Any, wait: float = 30) -> bool:
-    """Wait for the first attempt; True if its process lived and now waits to retry (memory ledger only)."""
-    if between is None:
-        reap(process, wait)
-        return False
-    deadline = time.monotonic() + wait
-    while process.is_alive() and not between[0].wait(0.02) and time.monotonic() < deadline:
-        pass
-    if between[0].is_set():
-        return True
-    reap(process, 0)
-    return False
-
-
 def _state(work: Path, mode: str) -> dict[str, Any]:
     """Invoices and ledger rows as they are on disk right now."""
     out: dict[str, Any] = {"invoices": [], "ledger": []}
@@ -148,74 +222,17 @@ def _state(work: Path, mode: str) -> dict[str, Any]:
     return out
 
 
-# --------------------------------------------------------------------------- the matrix
-
-def crash_matrix(modes: tuple[str, ...] = MODES, points: tuple[str, ...] = tuple(CRASH_POINTS), *,
-                 context: str | None = None) -> list[dict[str, Any]]:
-    """Every crash point x every mode -> invoices for order-431 after the retry.
-
-    One row per crash point: ``{"crash_at": ..., "naive": n, "atomic": n, "keyed": n}``.
-    """
-    return [{"crash_at": point, **{mode: run_scenario(mode, point, context=context)["invoice_count"]
-                                   for mode in modes}} for point in points]
-
-
-def matrix_table(rows: list[dict[str, Any]]) -> str:
-    """The matrix as aligned text, ready to print."""
-    modes = [k for k in rows[0] if k != "crash_at"] if rows else []
-    width = max([len("crash point")] + [len(r["crash_at"]) for r in rows])
-    lines = [f"{'crash point':<{width}}  " + "  ".join(f"{m:>6}" for m in modes)]
-    lines += [f"{r['crash_at']:<{width}}  " + "  ".join(f"{r[m]:>6}" for m in modes) for r in rows]
-    return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------- guards -> run
-
-@dataclass(frozen=True)
-class GuardedRun:
-    """The run a choice of guards plays: the agent, the crash point, where its ledger lives, and notes."""
-
-    mode: str
-    crash_at: str
-    durable: bool = True
-    notes: tuple[str, ...] = ()
-
-    @property
-    def agent(self) -> str:
-        """What this run's agent does, in the scenario's words."""
-        return AGENT_TEXT[(self.mode, self.durable)]
-
-
-def guarded_run(durable: bool, atomic: bool, honours: bool, crash_at: str) -> GuardedRun:
-    """Which run plays a durable key, an atomic ledger and a billing service that honours keys (each on or off).
-
-    An atomic ledger plays the atomic agent: its ledger lives in billing's
-    database, so it is on disk whatever ``durable`` says, and billing's key
-    check plays no part. Otherwise billing honouring keys plays the keyed
-    agent, else the naive one, with its ledger on disk or (``durable`` off) in
-    its memory.
-    """
-    if crash_at not in CRASH_POINTS:
-        raise ValueError(f"crash point must be one of {tuple(CRASH_POINTS)}, not {crash_at!r}")
-    if not atomic:
-        return GuardedRun("keyed" if honours else "naive", crash_at, durable)
-    notes = []
-    if not durable:
-        notes.append("an atomic ledger lives in billing's database, so the key is on disk anyway")
-    if honours:
-        notes.append("billing's own key check plays no part: the invoice and the key commit together")
-    return GuardedRun("atomic", crash_at, True, tuple(notes))
-
-
 def crash_main() -> None:
     """``python -m toolkit.worlds.crash``: the naive trace, then the whole matrix."""
+    from toolkit.worlds.crash_designs import crash_matrix, matrix_table
+
     outcome = run_scenario("naive", "after_effect_before_ledger")
     print("\n".join(outcome["trace"]))
     print(f"invoices for order-431: {outcome['invoice_count']}\n")
     print(matrix_table(crash_matrix()))
 
 
-__all__ = ["AGENT_TEXT", "GuardedRun", "crash_matrix", "guarded_run", "matrix_table", "run_scenario"]
+__all__ = ["run_scenario", "run_scenarios"]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,511 @@
+"""A class on one hub: deploy/jupyterhub_config.py, five students, one shared billing service, the dashboard.
+
+The test starts JupyterHub from deploy/ on 127.0.0.1 (free ports, a state folder of its own,
+Jupyter's folders isolated), creates five students through the hub's API with the admin token,
+starts their servers at once, and runs chapter 05's class experiment in each student's kernel
+through the kernel websocket under /user/<name>/: three with keys off, two with keys on. The
+shared service must then count one duplicate for each student without keys and none for those
+with keys, and the instructor's dashboard (deploy/class_dashboard.ipynb, run with nbclient) must
+say the same. Then every server, the hub and the service stop, and no process they started is
+left. The cycle time and each student's memory (server + kernel RSS) are printed (pytest -s).
+
+The short tests first: the experiment off the hub (a local service, the same lines every run),
+the service under the hub's prefix with student tags, the tally, the dashboard's watch, and the
+configuration's own checks.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import nbformat
+import psutil
+import pytest
+import requests
+import websocket
+from nbclient import NotebookClient
+from processes import live_children
+
+from toolkit.core import Status, ToolFailure
+from toolkit.worlds.billing_client import BillingClient
+from toolkit.worlds.billing_http import BillingServer
+from toolkit.worlds.billing_service import BillingService, open_books
+from toolkit.worlds.class_experiment import LOCAL_WHERE, class_billing_url, run_class_experiment
+from toolkit.worlds.class_tally import UNTAGGED, CountsWatch, class_counts, tally
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / "deploy" / "jupyterhub_config.py"
+DASHBOARD = ROOT / "deploy" / "class_dashboard.ipynb"
+STUDENTS = {"ada": False, "bram": False, "chen": False, "dara": True, "emil": True}   # name -> keys on
+ADMIN_TOKEN = uuid.uuid4().hex
+PASSWORD = uuid.uuid4().hex[:12]
+MIB = 1024 * 1024
+
+
+# ------------------------------------------------------------------ off the hub, and the parts
+
+def test_off_the_hub_the_experiment_runs_against_a_local_service_and_says_so(monkeypatch, tmp_path):
+    monkeypatch.delenv("COURSE_BILLING_URL", raising=False)
+    monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert class_billing_url() is None
+    threads_before = set(threading.enumerate())
+    children_before = set(live_children())   # e.g. multiprocessing's resource tracker, started by an earlier test
+    off, on = run_class_experiment(keyed=False), run_class_experiment(keyed=True)
+    assert set(live_children()) <= children_before and set(threading.enumerate()) <= threads_before and not any(tmp_path.iterdir()), \
+        "the local service, its folder and the agent's ledger are gone when the call returns"
+    assert (off.where, off.student, off.order_id, off.invoices, off.duplicates) == \
+        (LOCAL_WHERE, "you", "order-431", 2, 1)
+    assert (on.where, on.student, on.invoices, on.duplicates, on.invoice_ids) == (LOCAL_WHERE, "you", 1, 0, ("INV-9",))
+    assert off.lines() == run_class_experiment(keyed=False).lines(), "off the hub the same lines every run"
+    assert off.invoice_ids == ("INV-9", "INV-10") and "(1 duplicate)" in off.lines()[-1]
+    assert any("ask billing first" in line for line in on.lines()) and "no duplicate" in on.lines()[-1]
+    assert not any(ch.isdigit() for ch in off.where), "no ports or paths in what a student prints"
+
+
+def test_the_hub_names_the_student_and_the_service(monkeypatch):
+    monkeypatch.setenv("COURSE_BILLING_URL", " http://127.0.0.1:9/services/billing/ ")
+    monkeypatch.setenv("JUPYTERHUB_USER", "ada")
+    assert class_billing_url() == "http://127.0.0.1:9/services/billing/"
+    with pytest.raises(ToolFailure) as refused:          # nobody listens on port 9: said plainly, nothing made
+        run_class_experiment()
+    assert refused.value.status is Status.RECOVERABLE_FAILURE and "not listening" in refused.value.message
+    with pytest.raises(ValueError):
+        run_class_experiment(student="bad\nname", url=None)
+
+
+@contextmanager
+def prefixed_service(path: Path) -> Iterator[BillingServer]:
+    server = BillingServer(BillingService(path), 0, "/services/billing/")
+    thread = threading.Thread(target=server.serve_forever)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+        server.billing.close()
+
+
+def test_the_service_answers_under_the_hub_prefix_and_tags_invoices(tmp_path):
+    with prefixed_service(tmp_path / "billing.db") as server:
+        url = f"http://127.0.0.1:{server.port}/services/billing/"
+        ada = BillingClient(url=url, student="ada")
+        order = {"order_id": "order-431", "amount": 120.0, "currency": "EUR", "idempotency_key": "k1"}
+        assert ada.create_invoice(order)["student"] == "ada"
+        assert "student" not in BillingClient(server.port).create_invoice(order), "no tag, no field"
+        assert BillingClient(url=url, student="zoë h.").create_invoice(order)["student"] == "zoë h."
+        tags = [i.get("student", UNTAGGED) for i in BillingClient(server.port).invoices()]
+        assert tags == ["ada", UNTAGGED, "zoë h."]
+        assert requests.get(url, timeout=5).json() == {"honour_keys": False, "service": "billing"}
+        assert requests.get(f"http://127.0.0.1:{server.port}/services/other/invoices", timeout=5).status_code == 404
+        for bad in ("x" * 65, "tab\there", " padded"):
+            with pytest.raises(ToolFailure) as refused:
+                BillingClient(url=url, student=bad).create_invoice(order)
+            assert refused.value.status is Status.REJECTED
+        assert len(ada.invoices()) == 3, "a refused tag creates nothing"
+        with pytest.raises(ValueError):
+            BillingClient(url="ftp://127.0.0.1/x")
+
+
+def test_books_made_before_tags_gain_the_column(tmp_path):
+    import sqlite3
+    old = sqlite3.connect(tmp_path / "old.db")
+    old.execute("CREATE TABLE invoices (number INTEGER PRIMARY KEY, order_id TEXT NOT NULL, amount REAL NOT NULL, "
+                "currency TEXT NOT NULL, idempotency_key TEXT NOT NULL, fingerprint TEXT NOT NULL)")
+    old.execute("INSERT INTO invoices VALUES (9, 'order-431', 120.0, 'EUR', 'k', 'f')")
+    old.commit()
+    old.close()
+    service = BillingService(tmp_path / "old.db")
+    try:
+        assert service.invoices()[0]["invoice_id"] == "INV-9" and "student" not in service.invoices()[0]
+        status, body = service.create_invoice({"order_id": "order-431", "amount": 1, "currency": "EUR",
+                                               "idempotency_key": "k2"}, "bo")
+        assert (status, body["invoice_id"], body["student"]) == (201, "INV-10", "bo")
+    finally:
+        service.close()
+    open_books(tmp_path / "old.db").close()                  # opening again changes nothing
+
+
+def test_the_tally_counts_duplicates_per_order_and_per_student():
+    made = [{"order_id": "order-431", "student": "ada"}, {"order_id": "order-431", "student": "ada"},
+            {"order_id": "order-431", "student": "bo"}, {"order_id": "order-432", "student": "ada"},
+            {"order_id": "order-10", "student": ""}]
+    counts = tally(made)
+    assert [(r.name, r.among, r.invoices, r.duplicates) for r in counts.per_order] == [
+        ("order-10", 1, 1, 0), ("order-431", 2, 3, 1), ("order-432", 1, 1, 0)]
+    assert [(r.name, r.among, r.invoices, r.duplicates) for r in counts.per_student] == [
+        (UNTAGGED, 1, 1, 0), ("ada", 2, 3, 1), ("bo", 1, 1, 0)]
+    assert (counts.invoices, counts.duplicates) == (5, 1) and counts.student("nobody") is None
+    assert counts.text() == tally(reversed(made)).text() and counts.lines()[-1] == "in all: 5 invoices, 1 duplicate"
+
+
+def test_the_dashboard_watch_refreshes_and_stops(tmp_path):
+    seen: list[Any] = []
+    with prefixed_service(tmp_path / "billing.db") as server:
+        url = f"http://127.0.0.1:{server.port}/services/billing/"
+        with CountsWatch(url, seen.append, every=0.05) as watch:
+            deadline = time.monotonic() + 10
+            while len(seen) < 2 and time.monotonic() < deadline:
+                time.sleep(0.02)
+        assert not watch.running and len(seen) >= 2 and seen[-1].invoices == 0
+    gone = CountsWatch(url, seen.append)
+    assert "could not be read" in gone.read_once()
+
+
+def load_config(env: dict[str, str], monkeypatch) -> Any:
+    import runpy
+    from traitlets.config import Config
+    for name in [k for k in os.environ if k.startswith("COURSE_")]:
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    config = Config()
+    runpy.run_path(str(CONFIG), init_globals={"get_config": lambda: config})
+    return config
+
+
+def test_the_hub_config_refuses_to_start_without_a_password_and_reads_its_settings(tmp_path, monkeypatch):
+    with pytest.raises(SystemExit) as refused:
+        load_config({"COURSE_HUB_STATE_DIR": str(tmp_path)}, monkeypatch)
+    assert "COURSE_CLASS_PASSWORD" in str(refused.value.code)
+    with pytest.raises(SystemExit) as refused:
+        load_config({"COURSE_CLASS_PASSWORD": "long enough", "COURSE_HUB_PORT": "http",
+                     "COURSE_HUB_STATE_DIR": str(tmp_path)}, monkeypatch)
+    assert "COURSE_HUB_PORT" in str(refused.value.code)
+    c = load_config({"COURSE_CLASS_PASSWORD": "long enough", "COURSE_ADMIN_TOKEN": "t" * 32,
+                     "COURSE_HUB_PORT": "8123", "COURSE_HUB_STATE_DIR": str(tmp_path)}, monkeypatch)
+    assert c.JupyterHub.bind_url == "http://127.0.0.1:8123"
+    assert c.Spawner.environment == {"COURSE_BILLING_URL": "http://127.0.0.1:8123/services/billing/"}
+    assert ("--allow-root" in c.Spawner.args) == (os.geteuid() == 0)
+    billing, admin = c.JupyterHub.services
+    assert billing["name"] == "billing"
+    assert billing["command"][:3] == [sys.executable, "-m", "toolkit.worlds.billing_http"]
+    assert admin == {"name": "course-admin", "api_token": "t" * 32}
+    assert c.JupyterHub.load_roles == [{"name": "admin", "services": ["course-admin"]}]
+    assert Path(c.Spawner.cmd[0]).parent == Path(sys.executable).parent
+    assert c.ConfigurableHTTPProxy.auth_token == (tmp_path / "proxy_auth_token").read_text()
+
+
+# ------------------------------------------------------------------ the class on a hub
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def hub_env(base: Path) -> dict[str, str]:
+    """This process's environment without Jupyter's or the course's settings, then the class's own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "COURSE_", "IPYTHON", "MPL"))}
+    folders = {"JUPYTER_CONFIG_DIR": "jupyter-config", "JUPYTER_DATA_DIR": "jupyter-data",
+               "JUPYTER_RUNTIME_DIR": "jupyter-runtime", "IPYTHONDIR": "ipython", "MPLCONFIGDIR": "matplotlib"}
+    for name, folder in folders.items():
+        (base / folder).mkdir(parents=True, exist_ok=True)
+        env[name] = str(base / folder)
+    env.update({"JUPYTER_PATH": str(Path(sys.prefix) / "share" / "jupyter"), "JUPYTER_PLATFORM_DIRS": "1",
+                "PYTHONDONTWRITEBYTECODE": "1", "COURSE_CLASS_PASSWORD": PASSWORD, "COURSE_ADMIN_TOKEN": ADMIN_TOKEN,
+                "COURSE_HUB_STATE_DIR": str(base / "state"), "COURSE_HUB_PORT": str(free_port()),
+                "COURSE_HUB_API_PORT": str(free_port()), "COURSE_PROXY_API_PORT": str(free_port()),
+                "COURSE_BILLING_PORT": str(free_port())})
+    return env
+
+
+class Hub:
+    """A running hub: its process, its public URL, and every process seen under it."""
+
+    def __init__(self, process: subprocess.Popen, port: int, log: Path):
+        self.process, self.url, self.log = process, f"http://127.0.0.1:{port}", log
+        self.api = requests.Session()
+        self.api.headers["Authorization"] = f"token {ADMIN_TOKEN}"
+        self.seen: set[int] = {process.pid}
+
+    def note_processes(self) -> None:
+        try:
+            self.seen.update(p.pid for p in psutil.Process(self.process.pid).children(recursive=True))
+        except psutil.NoSuchProcess:
+            pass
+
+    def call(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        return self.api.request(method, f"{self.url}/hub/api{path}", timeout=30, **kwargs)
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:]) if self.log.exists() else ""
+
+
+def wait_for(what: str, check, seconds: float, hub: Hub) -> Any:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if hub.process.poll() is not None:
+            raise AssertionError(f"the hub exited ({hub.process.returncode}) while waiting for {what}:\n"
+                                 f"{hub.log_tail()}")
+        try:
+            found = check()
+        except requests.RequestException:
+            found = None
+        if found:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}:\n{hub.log_tail()}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+@contextmanager
+def running_hub(base: Path) -> Iterator[Hub]:
+    """Start the hub in its own process group; on leaving, however the block ends, nothing it started is left."""
+    env = hub_env(base)
+    log = base / "hub.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(CONFIG)], cwd=base, env=env,
+                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    hub = Hub(process, int(env["COURSE_HUB_PORT"]), log)
+    try:
+        wait_for("the hub's API through the proxy", lambda: hub.call("GET", "/").status_code == 200, 30, hub)
+        wait_for("the billing service through the proxy",
+                 lambda: requests.get(f"{hub.url}/services/billing/", timeout=5).status_code == 200, 30, hub)
+        hub.note_processes()
+        yield hub
+    finally:
+        hub.note_processes()
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)          # the hub stops its services, its servers and its proxy
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                pass
+        for pid in sorted(hub.seen):                     # the fallback: whatever is still there goes
+            if _alive(pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        process.wait(10)
+
+
+def _message(kind: str, content: dict, session: str) -> dict:
+    return {"header": {"msg_id": uuid.uuid4().hex, "msg_type": kind, "session": session, "username": "test",
+                       "version": "5.3", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+            "parent_header": {}, "metadata": {}, "content": content, "channel": "shell", "buffers": []}
+
+
+def run_in_kernel(hub: Hub, student: str, token: str, code: str) -> str:
+    """Start a kernel in the student's server, wake it with kernel_info_request, run ``code``; its stdout."""
+    base = f"{hub.url}/user/{student}/api"
+    auth = {"Authorization": f"token {token}"}
+    kernel = requests.post(f"{base}/kernels", json={"name": "python3"}, headers=auth, timeout=30)
+    assert kernel.status_code == 201, (student, kernel.status_code, kernel.text[:300])
+    url = f"ws://127.0.0.1:{hub.url.rsplit(':', 1)[1]}/user/{student}/api/kernels/{kernel.json()['id']}/channels"
+    session = uuid.uuid4().hex
+    ws = websocket.create_connection(url, header=[f"Authorization: token {token}"], timeout=60)
+    try:
+        def reply_to(request: dict, collect: list[str] | None = None) -> dict:
+            ws.send(json.dumps(request))
+            while True:
+                message = json.loads(ws.recv())
+                if message.get("parent_header", {}).get("msg_id") != request["header"]["msg_id"]:
+                    continue
+                kind = message["msg_type"]
+                if collect is not None and kind == "stream":
+                    collect.append(message["content"]["text"])
+                if kind == "error":
+                    raise AssertionError(f"{student}'s kernel: {message['content']['ename']}: "
+                                         f"{message['content']['evalue']}")
+                if kind == "status" and message["content"]["execution_state"] == "idle" and collect is not None:
+                    return message
+                if kind == "kernel_info_reply" and collect is None:
+                    return message
+
+        reply_to(_message("kernel_info_request", {}, session))
+        out: list[str] = []
+        reply_to(_message("execute_request", {"code": code, "silent": False, "store_history": False,
+                                               "user_expressions": {}, "allow_stdin": False,
+                                               "stop_on_error": True}, session), out)
+        return "".join(out)
+    finally:
+        ws.close()
+
+
+EXPERIMENT = """
+import json, os
+from toolkit.worlds.class_experiment import class_billing_url, run_class_experiment
+run = run_class_experiment(keyed={keyed})
+print("\\n".join(run.lines()))
+print("RUN " + json.dumps({{"where": run.where, "student": run.student, "keyed": run.keyed, "invoices": run.invoices,
+                          "duplicates": run.duplicates, "url": class_billing_url(),
+                          "user": os.environ.get("JUPYTERHUB_USER")}}))
+"""
+
+
+def log_in(hub: Hub, name: str, password: str) -> tuple[requests.Session, int]:
+    """Log in through the hub's login form as a browser does: the session and the status of the final answer."""
+    browser = requests.Session()
+    browser.get(f"{hub.url}/hub/login", timeout=30)
+    answer = browser.post(f"{hub.url}/hub/login", timeout=30,
+                          data={"username": name, "password": password, "_xsrf": browser.cookies.get("_xsrf", "")})
+    return browser, answer.status_code
+
+
+def student_memory(hub: Hub, student: str) -> tuple[int, int]:
+    """RSS of the student's single-user server, and of everything under it (the kernel), in bytes."""
+    pid = hub.call("GET", f"/users/{student}").json()["servers"][""]["state"]["pid"]
+    server = psutil.Process(pid)
+    under = server.children(recursive=True)
+    assert under, f"{student}'s kernel is not under its server"
+    return server.memory_info().rss, sum(p.memory_info().rss for p in under)
+
+
+def shared_memory(hub: Hub) -> dict[str, int]:
+    """RSS of the hub, the proxy and the billing service (the hub's children that are no student's server)."""
+    hub_process = psutil.Process(hub.process.pid)
+    found = {"hub": hub_process.memory_info().rss}
+    for child in hub_process.children():
+        line = " ".join(child.cmdline())
+        for name, marker in (("proxy", "configurable-http-proxy"), ("billing", "toolkit.worlds.billing_http")):
+            if marker in line:
+                found[name] = child.memory_info().rss
+    return found
+
+
+def run_dashboard(url: str, base: Path) -> str:
+    """Execute the dashboard notebook against ``url``; the text its counts cell printed."""
+    nb = nbformat.read(DASHBOARD, as_version=4)
+    env = {**hub_env(base / "dashboard"), "COURSE_BILLING_URL": url}
+    NotebookClient(nb, kernel_name="python3", timeout=60, resources={"metadata": {"path": str(base)}}).execute(env=env)
+    cell = next(c for c in nb.cells if "counts-text" in c.metadata.get("tags", []))
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+@dataclass
+class ClassCycle:
+    """What one cycle measured and found: seconds per phase, RSS per student (server, kernel) and shared, outputs."""
+
+    figures: dict[str, float] = field(default_factory=dict)
+    memory: dict[str, tuple[int, int]] = field(default_factory=dict)
+    shared: dict[str, int] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
+    billing: str = ""
+    counts: Any = None
+    shown: str = ""
+    seen: set[int] = field(default_factory=set)
+
+    def report(self) -> list[str]:
+        n = len(self.memory)
+        server, kernel = (sum(m[i] for m in self.memory.values()) / n / MIB for i in (0, 1))
+        return [f"class hub, {n} students: " + ", ".join(f"{k} {v:.1f} s" for k, v in self.figures.items()),
+                f"memory per student (RSS, average of {n}): {server + kernel:.0f} MiB = server {server:.0f} + kernel "
+                f"{kernel:.0f}; each: " + ", ".join(f"{s} {sum(m) / MIB:.0f}" for s, m in self.memory.items()),
+                "shared: " + ", ".join(f"{name} {rss / MIB:.0f} MiB" for name, rss in self.shared.items())]
+
+
+def class_cycle(base: Path, students: dict[str, bool], ready_within: float = 60) -> ClassCycle:
+    """Hub up, students made and started at once, the experiment in every kernel, the dashboard, everything stopped."""
+    cycle = ClassCycle()
+    figures = cycle.figures
+    started = time.monotonic()
+    with running_hub(base) as hub:
+        figures["hub up"] = time.monotonic() - started
+        made = hub.call("POST", "/users", json={"usernames": list(students)})
+        assert made.status_code == 201, made.text
+        spawn = time.monotonic()
+        first, *others = students
+        browser, status = log_in(hub, first, PASSWORD)     # a student's own way in: the login page starts the server
+        assert status == 200, status
+        for student in others:                              # the others start at once through the API: 202
+            answer = hub.call("POST", f"/users/{student}/server")
+            assert answer.status_code in (201, 202), (student, answer.status_code, answer.text)
+        assert log_in(hub, "intruder", "not the class password")[1] == 403
+
+        def all_ready() -> bool:
+            users = {u["name"]: u for u in hub.call("GET", "/users").json()}
+            return all(users[s]["servers"].get("", {}).get("ready") for s in students)
+
+        wait_for("every server ready", all_ready, ready_within, hub)
+        figures["servers ready"] = time.monotonic() - spawn
+        tokens = {s: hub.call("POST", f"/users/{s}/tokens", json={"note": "class test"}).json()["token"]
+                  for s in students}
+        page = browser.get(f"{hub.url}/user/{first}/", timeout=30)      # the server opens on the start page
+        assert page.status_code == 200 and page.url.endswith(f"/user/{first}/lab/tree/notebooks/00_start_here.ipynb")
+        assert (base / "state" / "students" / first / "notebooks" / "00_start_here.ipynb").is_file()
+
+        experiments = time.monotonic()
+        failures: list[BaseException] = []
+
+        def one(student: str) -> None:
+            try:
+                cycle.outputs[student] = run_in_kernel(hub, student, tokens[student],
+                                                       EXPERIMENT.format(keyed=students[student]))
+            except BaseException as failure:                # reported below, in the caller's own thread
+                failures.append(failure)
+
+        threads = [threading.Thread(target=one, args=(s,)) for s in students]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(90)
+        assert not failures, failures
+        figures["experiments"] = time.monotonic() - experiments
+        hub.note_processes()
+        cycle.memory = {s: student_memory(hub, s) for s in students}
+        cycle.shared = shared_memory(hub)
+
+        cycle.billing = f"{hub.url}/services/billing/"
+        cycle.counts = class_counts(cycle.billing)
+        board = time.monotonic()
+        cycle.shown = run_dashboard(cycle.billing, base)
+        figures["dashboard"] = time.monotonic() - board
+
+        stopping = time.monotonic()
+        for student in students:
+            assert hub.call("DELETE", f"/users/{student}/server").status_code in (202, 204)
+        wait_for("every server stopped",
+                 lambda: all(not u["servers"] for u in hub.call("GET", "/users").json()), 60, hub)
+        hub.process.send_signal(signal.SIGTERM)
+        assert hub.process.wait(30) == 0, hub.log_tail()
+        figures["stopping"] = time.monotonic() - stopping
+    cycle.seen = hub.seen
+    left = [pid for pid in sorted(hub.seen) if _alive(pid)]
+    assert not left, [psutil.Process(p).cmdline() for p in left if _alive(p)]
+    figures["whole cycle"] = time.monotonic() - started
+    return cycle
+
+
+@pytest.mark.slow
+def test_a_class_of_five_counts_its_duplicates_on_one_shared_service(tmp_path):
+    cycle = class_cycle(tmp_path, STUDENTS)
+    for student, keyed in STUDENTS.items():
+        run = json.loads(cycle.outputs[student].split("RUN ", 1)[1])
+        assert run == {"where": f"the class's shared billing service at {cycle.billing}", "student": student,
+                       "keyed": keyed, "invoices": 1 if keyed else 2, "duplicates": 0 if keyed else 1,
+                       "url": cycle.billing, "user": student}, cycle.outputs[student]
+        assert ("no duplicate" if keyed else "(1 duplicate)") in cycle.outputs[student]
+        row = cycle.counts.student(student)
+        assert (row.among, row.invoices, row.duplicates) == ((1, 1, 0) if keyed else (1, 2, 1)), row
+    assert (cycle.counts.invoices, cycle.counts.duplicates) == (8, 3)
+    assert [(r.name, r.among, r.invoices, r.duplicates) for r in cycle.counts.per_order] == [("order-431", 5, 8, 3)]
+    assert cycle.shown.strip() == cycle.counts.text().strip(), cycle.shown
+    assert "in all: 8 invoices, 3 duplicates" in cycle.shown
+    assert len(cycle.seen) >= 1 + 1 + 1 + 2 * len(STUDENTS), cycle.seen   # hub, proxy, billing, servers, kernels
+    print("\n" + "\n".join(cycle.report()))
