@@ -423,7 +423,6 @@ def run_stream(fragments, stop_reason, execute):
     ({"execute_read_file": ABSOLUTE_ONLY}, "check where a path REALLY leads"),
     ({"execute_read_file": PREFIX_GUARD}, "compare whole path components"),
     ({"run_stream": EAGER_STREAM}, "reached the executor"),
-    ({"shape_errors": "def shape_errors(arguments):\n    return []\n"}, "no path at all"),
 ])
 def test_check_cells_explain_why_a_wrong_answer_is_wrong(overrides, explained):
     failure = _run_solution_with(overrides)
@@ -509,24 +508,39 @@ def test_the_chapter_map_uses_each_notebooks_own_title():
     for number, title, file in rows:
         assert file.startswith(number)
         h1 = _h1(ROOT / "notebooks" / file)
-        assert h1.endswith(f"— {title}"), f"chapter map says {title!r}, the notebook's title is {h1!r}"
+        assert h1 in (f"{number} · {title}", f"Chapter {int(number)} — {title}") or h1.endswith(f"— {title}"), \
+            f"chapter map says {title!r}, the notebook's title is {h1!r}"
 
 
 @pytest.mark.skipif(not START.exists(), reason="notebook not built yet")
 def test_the_environment_check_compares_with_pyprojects_minimums():
+    from toolkit.worlds.course_versions import course_minimums, release_of, version_report
+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     namespace, printed = _run_cells(START, 2)
     text = printed[0][1]
     assert text.startswith("minimum versions read from pyproject.toml")
-    python_min, packages, _ = namespace["minimums"]()
+    python_min, packages, _ = course_minimums(ROOT / "notebooks")
     assert python_min == project["requires-python"].removeprefix(">=")
     assert [f"{n}>={v}" for n, v in packages.items()] == project["dependencies"]
     for name, minimum in packages.items():
         assert re.search(rf"^{name} +>= {re.escape(minimum)} +ok$", text, re.MULTILINE), name
-    release = namespace["release"]
-    assert release("4.2") == (4, 2) and release("2.14.0rc1") == (2, 14, 0) and release("10.0") > release("9.9")
+    assert release_of("4.2") == (4, 2) and release_of("2.14.0rc1") == (2, 14, 0) and release_of("10.0") > release_of("9.9")
+    assert text.splitlines() == version_report(ROOT / "notebooks")
     stored = nbformat.read(START, as_version=4).cells[1].outputs[0].text
     assert stored == text
+
+
+def test_the_environment_check_says_what_to_do_when_a_package_is_missing_or_old(tmp_path):
+    from toolkit.worlds.course_versions import version_report
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "toolcontract-course"\nrequires-python = ">=3.11"\n'
+        'dependencies = ["no-such-package-anywhere>=1.0", "pydantic>=999.0"]\n', encoding="utf-8")
+    lines = version_report(tmp_path)
+    assert lines[0] == "minimum versions read from pyproject.toml" and lines[1].endswith(" ok")
+    assert "MISSING: run  python -m pip install -e .  in the course folder" in lines[2]
+    assert "TOO OLD:" in lines[3] and "upgrade it" in lines[3]
 
 
 @pytest.mark.skipif(not START.exists(), reason="notebook not built yet")
@@ -545,7 +559,46 @@ def test_the_reading_path_names_real_modules_and_its_sizes_are_measured():
     core = lines_in(package / "core" / f"{n}.py" for n in reading_path)
     printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert f"about {round(core, -2):>6,} lines" in printed and core < 1000          # "a few hundred"
-    for folder in ("core", "effects", "wire", "files", "worlds", "present"):
+    for folder in ("core", "effects", "wire", "files", "live", "mcp", "worlds", "present"):
         modules = [m for m in (package / folder).glob("*.py") if m.name != "__init__.py"]
         assert f"{folder + '/':<9} {len(modules):>2} modules" in printed
         assert f"about {round(lines_in(modules), -2):>6,} lines" in printed
+
+
+# ------------------------------------------------------------------ who allocates ids; the four consequences
+def test_when_the_model_sends_no_ids_the_host_allocates_them_and_answers_under_them(tree):
+    import copy
+    anonymous = copy.deepcopy(v.fixture("openai_response.json"))
+    for tool_call in anonymous["choices"][0]["message"]["tool_calls"]:
+        del tool_call["id"]
+    ids = v.IdMap()
+    minted = v.openai_calls(anonymous, ids)
+    answered = v.openai_tool_messages(tk.Host.of([tk.make_read_file(tree.ws)]).run_round(minted), ids)
+    assert [c.call_id for c in minted] == ["call_1", "call_2", "call_3"]
+    assert [m["tool_call_id"] for m in answered] == ["call_1", "call_2", "call_3"]
+    assert [row["vendor_id"] for row in ids.rows()] == [None, None, None] and all(ids.knows(c.call_id) for c in minted)
+    text = "\n".join(out for _, out in _outputs(NOTEBOOK))
+    assert "ids the model sent: [None, None, None]" in text
+    assert ("ids the host gave:  ['call_1', 'call_2', 'call_3'] answered as ['call_1', 'call_2', 'call_3']"
+            in text)
+    prose = " ".join(" ".join(c.source.split()) for c in nbformat.read(NOTEBOOK, as_version=4).cells
+                     if c.cell_type == "markdown")
+    assert "the *host* allocates the id and keeps the mapping" in prose
+
+
+def test_the_four_consequences_are_read_off_the_contracts(tree):
+    from toolkit.worlds import CREATE_INVOICE
+    host = tk.Host.of([tk.make_read_file(tree.ws)], tk.Caller("assistant"))
+    assert host.check(tk.request("read_file", {"path": "/etc/passwd"}, call_id="call_p")).legal == 0
+    text = "\n".join(out for _, out in _outputs(NOTEBOOK))
+    assert "-> the check still says legal = 0" in text
+    for contract in (tk.make_read_file(tree.ws).contract, CREATE_INVOICE):
+        line = (f"   {contract.name}: 2. risk {contract.risk:g} ({contract.risk_category})   3. cost "
+                f"{contract.cost:g}   4. undoable: {contract.reversible}, evidence: {' and '.join(contract.evidence)}")
+        assert line in text, contract.name
+    assert not CREATE_INVOICE.reversible and CREATE_INVOICE.evidence, "what cannot be undone names its evidence"
+    prose = " ".join(" ".join(c.source.split()) for c in nbformat.read(NOTEBOOK, as_version=4).cells
+                     if c.cell_type == "markdown")
+    for consequence in ("an illegal call stops at the check", "a risky tool carries its risk in writing",
+                        "a costly one shows its cost to the policy", "names the evidence"):
+        assert consequence in prose, consequence

@@ -20,6 +20,7 @@ from toolkit.core import CODES
 from toolkit.present import formulas
 from toolkit.files import common_errors
 from toolkit.core import parse_arguments
+from toolkit.core import CAUSES, GENERAL, LAYER_OF, PRE_QUESTIONS, cause_of
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "02_contracts_and_legality.ipynb"
@@ -106,8 +107,8 @@ def test_auth_ok_note_is_printed_from_real_checks():
 def test_checks_order_is_described_without_contradiction():
     prose = _prose()
     assert "in series" not in prose and "run three layers, in this order" not in prose
-    assert "evaluates the layers independently and reports them in that order" in prose
-    assert "none of them is ever left out" in prose and "Chapter 1's panel" in prose
+    assert "evaluates the three tests one by one, in layer order" in prose
+    assert "never stops at the first failure" in prose and "lists every test that said no" in prose
 
 
 def _refusal_rows(workspace: Path) -> dict[str, tuple[str, str, str, str]]:
@@ -171,34 +172,64 @@ def test_approval_names_one_call_and_lets_it_pass():
     assert "a person approved this call" in signed.card()
 
 
+def test_a_wrong_amount_passes_every_test_and_only_approval_catches_it():
+    sent, asked = {**GOOD, "amount": 1200.0}, GOOD
+    books = Books(orders={"order-431": {"approved": True}})
+    plain = tk.Host.of([tk.Tool(CREATE_INVOICE, books.issue)], caller=AGENT, world=books)
+    call = tk.request("create_invoice", sent, call_id="call_7")
+    assert plain.check(call).legal == 1, "well-formed, permitted and ready: nothing in the world objects"
+    assert plain.execute(call).ok and [i["amount"] for i in books.invoices] == [1200.0]
+    signed = replace(CREATE_INVOICE, needs_approval=True)
+    world = Books(orders={"order-431": {"approved": True}})
+    verdict = tk.check(tk.request("create_invoice", sent, call_id="call_8"), signed, AGENT, world)
+    assert verdict.blocked_by == ("Pre",) and [e.code for e in verdict.pre.errors] == ["approval_required"]
+    assert [PRE_QUESTIONS[e.code] for e in verdict.pre.errors] == ["intended"]
+    assert verdict.schema_ok.outcome is verdict.auth_ok.outcome is tk.Outcome.PASS
+    unready = tk.check(tk.request("create_invoice", {**asked, "order_id": "order-500"}, call_id="call_9"), signed,
+                       AGENT.approving("call_9"), Books(orders={"order-500": {"approved": False}}))
+    assert [PRE_QUESTIONS[e.code] for e in unready.pre.errors] == ["world ready"]
+    assert "approval" in LAYER_OF["Pre"].asks and "ready" in LAYER_OF["Pre"].asks
+
+
 @needs_notebook
-def test_the_notebook_shows_the_refusal_and_the_approved_call():
+def test_the_notebook_shows_the_wrong_amount_only_approval_catches():
     printed = _printed()
-    assert "approved: nothing  -> rejected / precondition: tool create_invoice: a person must approve this call" \
+    assert "no approval, amount 1200: legal = 1 x 1 x 1 = 1  Pre said no to: -         issued: INV-9 for 1200" \
         in printed
-    assert "approved: call_8   -> succeeded, INV-9" in printed and "invoices created: 1" in printed
-    assert "call_9 under the same approval: Pre fail" in printed
+    assert "approval, amount 1200: legal = 1 x 1 x 0 = 0  Pre said no to: intended  issued: nothing" in printed
+    assert "approval, amount 120: legal = 1 x 1 x 1 = 1  Pre said no to: -         issued: INV-9 for 120" in printed
+    assert "call_10 under call_9's approval: Pre fail" in printed
+    prose = _prose()
+    assert "**World ready**" in prose and "**Intended** is approval" in prose
 
 
 # ------------------------------------------------------------------ common errors and raw input
-@needs_notebook
-def test_common_errors_agree_with_the_toolkit_and_read_well(workspace):
-    printed = _printed()
+def test_each_common_error_has_a_cause_and_a_next_move(workspace):
     rows = common_errors(workspace)
     assert [r["error"] for r in rows] == ["missing required field", "wrong type", "out-of-range enum",
                                          "wrong tool chosen"]
-    host = tk.Host.of([tk.make_read_file(workspace)])
-    for row in rows:
-        error = host.execute(tk.request("read_file", row["arguments"], call_id="c")).errors[0]
-        assert f"{row['error']}: {row['example']}" in printed
-        assert re.search(rf"{row['failure_class']} +{row['code']} +layer {error.layer} +at "
-                         rf"{re.escape(row['pointer'])}", printed), row["error"]
-        line = f"back to the model: {error.message} — hint: {error.hint}"
-        assert line.replace(str(workspace), "") in printed, line
-    assert "required property missing — hint: add the field 'path'" in printed
-    assert "required property missing. add" not in printed
+    assert [r["code"] for r in rows] == ["missing_required", "wrong_type", "enum", "precondition_failed"]
     assert rows[3]["failure_class"] == "precondition" and CODES[rows[3]["code"]] == "business"
-    assert "tool-selection" in _prose() and "business-layer precondition" in _prose()
+    for code, cause in CAUSES.items():
+        assert code in CODES and cause.usually and cause.model_can
+    layers = {CODES[code] for code in CAUSES}
+    assert layers == {"schema", "permission", "business"}, "every layer's refusals are explained"
+    assert cause_of(tk.ToolError("timeout", "$", "x")) is GENERAL
+
+
+@needs_notebook
+def test_common_errors_are_printed_with_their_cause_from_real_refusals():
+    printed = _printed()
+    for label, code in (("missing required field", "missing_required"), ("wrong type", "wrong_type"),
+                        ("out-of-range enum", "enum"), ("wrong tool chosen", "precondition_failed"),
+                        ("caller lacks the scope", "not_authorized"), ("world not ready", "precondition_failed"),
+                        ("nobody approved it", "approval_required")):
+        cause = CAUSES[code]
+        assert re.search(rf"^{re.escape(label)} +{code} +usually: {re.escape(cause.usually)}$", printed,
+                         re.MULTILINE), label
+        assert f"the model can: {cause.model_can}" in printed
+    assert "invoices issued by these refusals: 0" in printed
+    assert "tool-selection" in _prose()
 
 
 @needs_notebook
@@ -209,7 +240,7 @@ def test_the_empty_string_is_no_arguments_and_the_notebook_says_why():
     assert "''                             -> missing_required   $.order_id: required property missing" in _printed()
     assert "the empty string parses as: ({}, [])" in _printed()
     prose = _prose()
-    assert 'Some vendors send `""` as the arguments of a tool that takes no parameters' in prose
+    assert 'some vendors send `""` for a tool that takes no parameters' in prose
 
 
 @needs_notebook
@@ -247,11 +278,9 @@ def test_the_solution_passes_its_own_checks():
 
 @pytest.mark.skipif(not SOLUTION.exists(), reason="solution not built yet")
 @pytest.mark.parametrize("old, new, explained", [
-    ('risk_category="message to a person"', 'risk_category="none"', "risk_category is 'none'"),
-    ('evidence=("message id",)', "evidence=()", "a sent message is proven by its id"),
     ("args[\"to\"] in world", "True", "must fail for stranger@example.com"),
     ('tk.Condition("recipient_allowed"', 'tk.Condition("allowed"', "named 'recipient_allowed'"),
-    ("retry=tk.Retry.UNSAFE", "retry=tk.Retry.SAFE", "its retry is UNSAFE"),
+    ("retry = tk.Retry.UNSAFE", "retry = tk.Retry.SAFE", "its retry is UNSAFE"),
 ])
 def test_the_contract_check_rejects_a_wrong_contract_and_says_why(old, new, explained):
     failure = _run_solution({old: new})
@@ -267,3 +296,14 @@ def test_the_instructions_introduce_condition_with_its_signature_and_an_example(
     condition = eval(example, {"tk": tk})
     assert isinstance(condition, tk.Condition) and condition.predicate({"amount": 5}, None) is True
     assert condition.predicate({"amount": 0}, None) is False
+
+
+def test_the_panel_says_which_question_of_pre_said_no():
+    from toolkit.present.legality_panel import legality_svg, light_title
+    signed = replace(CREATE_INVOICE, needs_approval=True)
+    unintended = tk.check(tk.request("create_invoice", GOOD, call_id="c"), signed, AGENT,
+                          Books(orders={"order-431": {"approved": True}}))
+    unready = tk.check(tk.request("create_invoice", {**GOOD, "order_id": "order-500"}, call_id="c"), CREATE_INVOICE,
+                       AGENT, Books(orders={"order-500": {"approved": False}}))
+    assert light_title(unintended.pre) == "intended" and light_title(unready.pre) == "world ready"
+    assert "Pre: intended" in legality_svg(unintended) and "Pre: world ready" in legality_svg(unready)

@@ -330,3 +330,20 @@ def test_the_solution_has_two_tasks_with_checks():
     checks = [c for c in nb.cells if "check" in c.metadata.get("tags", [])]
     assert len(regions) == 2 and len(checks) == 2
     assert all("assert" in c.source for c in checks)
+
+
+def test_pre_is_not_evaluable_for_the_call_alone_and_fails_with_the_code_beside_it(tmp_path):
+    ws = a.copy_scenario(tmp_path / "ws")
+    host = a.episode_host(ws)
+    first = a.first_proposal("call_1")
+    alone, report = host.check(first.call), a.validate(first, host)
+    assert alone.pre.outcome is tk.Outcome.NOT_EVALUABLE and alone.lines()[-1] == "legal = 0 x – x – = 0"
+    assert report.verdict.pre.outcome is tk.Outcome.FAIL and report.verdict.lines()[-1] == "legal = 0 x – x 0 = 0"
+    assert [e.code for e in report.verdict.pre.errors] == ["symbol_not_exported"]
+    printed = _stdout(NOTEBOOK)
+    assert "the call alone:      Pre not evaluable legal = 0 x – x – = 0" in printed
+    assert "with proposal.code:  Pre fail          legal = 0 x – x 0 = 0" in printed
+    prose = " ".join(c.source.replace("\n", " ") for c in nbformat.read(NOTEBOOK, as_version=4).cells
+                     if c.cell_type == "markdown")
+    assert "a test runs only on what actually reached it" in prose
+    assert "the code sits *inside* `new_text`, so a schema failure there leaves `Pre` not evaluable" in prose

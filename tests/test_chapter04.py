@@ -14,6 +14,8 @@ from toolkit.files import edit_file_contract
 from toolkit.present.scoring_panel import ScoringPanel, choice_text
 from toolkit.core import SAFEGUARDS, WHEN_TO_USE, TaskProperties, lean_path, required_safeguards
 from toolkit.core import flip_point
+from toolkit.core import pick_tool
+from toolkit.wire import tools_for
 
 matplotlib.use("Agg")
 
@@ -72,7 +74,7 @@ def test_read_files_contract_prices_the_read_lower_and_the_read_wins_either_way(
     printed = _stdout(NOTEBOOK)
     for option in options:
         assert f"{option.name:<17} {option.value:g} - {option.cost:g} - {option.risk:g} = {option.score():g}" in printed
-    assert "chosen at the example's prices: read the script" in printed
+    assert "chosen: read the script" in printed
     assert "chosen at read_file's prices: read (read_file)" in printed
 
 
@@ -162,6 +164,20 @@ def test_the_safeguard_table_has_a_when_to_use_column_and_the_notebook_prints_it
     assert "deletion, publishing, a large payment" in WHEN_TO_USE["human approval"]
 
 
+SEND_MESSAGE = tk.Contract(
+    "send_message", "Send one chat message to a person.",
+    {"type": "object", "required": ["to", "text"], "additionalProperties": False,
+     "properties": {"to": {"type": "string"}, "text": {"type": "string"}}},
+    reversible=False, retry=tk.Retry.UNSAFE, risk_category="a message a person reads",
+    evidence=("the message id",), writes=("chat:{to}",))
+
+
+def _safeguard_line(contract) -> str:
+    p = TaskProperties.of(contract)
+    return (f"{contract.name:<15} undoable={p.reversible!s:<5} retry={p.retry.value!r:<20} "
+            f"safeguards: {', '.join(required_safeguards(contract))}" + ("  (lean path)" if lean_path(contract) else ""))
+
+
 def test_read_file_takes_the_lean_path_and_create_invoice_gets_key_and_record_but_no_approval():
     assert required_safeguards(READ_FILE) == ("call id",) and lean_path(READ_FILE)
     invoice = TaskProperties.of(CREATE_INVOICE)
@@ -173,10 +189,36 @@ def test_read_file_takes_the_lean_path_and_create_invoice_gets_key_and_record_bu
     # and a contract that asks for approval gets it
     assert required_safeguards(dataclasses.replace(CREATE_INVOICE, needs_approval=True))[-1] == "human approval"
     printed = _stdout(NOTEBOOK)
-    assert "  safeguards: call id; lean path: True" in printed
-    assert "  safeguards: call id, idempotency key, execution record; lean path: False" in printed
-    card = CREATE_INVOICE.card().splitlines()
-    assert printed[printed.index(card[0]):][:len(card)] == card
+    for contract in (READ_FILE, CREATE_INVOICE, SEND_MESSAGE):
+        assert _safeguard_line(contract) in printed, contract.name
+
+
+def test_a_key_is_listed_only_where_the_service_honours_it():
+    # send_message's service delivers every request it gets: a key would not stop a second message
+    assert required_safeguards(SEND_MESSAGE) == ("call id", "execution record")
+    assert "idempotency key" not in required_safeguards(dataclasses.replace(CREATE_INVOICE, retry=tk.Retry.UNSAFE))
+    assert "honours the key" in WHEN_TO_USE["idempotency key"] and "message" not in WHEN_TO_USE["idempotency key"]
+    assert "a message" not in WHEN_TO_USE["idempotency key"]
+
+
+def test_a_key_stops_a_duplicate_but_not_a_wrong_amount_and_approval_stops_the_wrong_amount():
+    from toolkit.worlds import Books
+    books = Books(orders={"order-431": {"approved": True}}, honour_keys=True)
+    billing = tk.Caller("agent-427", frozenset({"billing.write"}))
+    host = tk.Host.of([tk.Tool(CREATE_INVOICE, books.issue)], billing, books)
+    sent = {"order_id": "order-431", "amount": 1200.0, "currency": "EUR", "idempotency_key": "invoice:order-431:v1"}
+    for call_id in ("call_a", "call_b"):
+        assert host.execute(tk.request("create_invoice", sent, call_id=call_id)).ok
+    assert [i["amount"] for i in books.live_invoices("order-431")] == [1200.0]   # one invoice, still wrong
+    signed = dataclasses.replace(CREATE_INVOICE, needs_approval=True)
+    verdict = tk.check(tk.request("create_invoice", sent, call_id="call_c"), signed, billing,
+                       Books(orders={"order-431": {"approved": True}}))
+    assert verdict.legal == 0 and verdict.errors[0].code == "approval_required"
+    printed = _stdout(NOTEBOOK)
+    assert "with a key, after the retry: ['INV-9 for 1200']" in printed
+    assert "with approval withheld:      legal = 1 x 1 x 0 = 0 - approval_required" in printed
+    prose = _prose(NOTEBOOK)
+    assert "no protection" not in prose and "approval is what catches a wrong amount" in prose
 
 
 def test_a_deletion_that_needs_approval_is_refused_until_a_person_approves_that_call():
@@ -186,7 +228,7 @@ def test_a_deletion_that_needs_approval_is_refused_until_a_person_approves_that_
          "additionalProperties": False},
         permissions=("billing.admin",), reversible=False, retry=tk.Retry.UNSAFE,
         evidence=("the deleted invoice id",), writes=("invoice:{invoice_id}",), needs_approval=True)
-    assert required_safeguards(delete_invoice) == ("call id", "idempotency key", "execution record", "human approval")
+    assert required_safeguards(delete_invoice) == ("call id", "execution record", "human approval")
     call = tk.request("delete_invoice", {"invoice_id": "INV-9"}, call_id="call_del")
     admin = tk.Caller("agent-427", frozenset({"billing.admin"}))
     refused = tk.check(call, delete_invoice, admin)
@@ -195,9 +237,9 @@ def test_a_deletion_that_needs_approval_is_refused_until_a_person_approves_that_
     assert tk.check(call, delete_invoice, admin.approving("call_del")).legal == 1
     assert tk.check(call, delete_invoice, admin.approving("call_other")).legal == 0   # approval is per call id
     printed = _stdout(NOTEBOOK)
-    assert ("  safeguards: call id, idempotency key, execution record, human approval; lean path: False"
-            in printed)
-    assert "Pre       fail          tool delete_invoice: a person must approve this call" in printed
+    assert "safeguards: call id, execution record, human approval" in printed
+    assert "without approval:                  legal = 1 x 1 x 0 = 0" in printed
+    assert "after a person approves call_del:  legal = 1 x 1 x 1 = 1" in printed
     assert "  requires: caller has billing.admin; a person approved this call" in printed
 
 
@@ -206,7 +248,7 @@ def test_the_chapter_says_things_in_its_own_words_and_ends_cleanly():
     nb = nbformat.read(NOTEBOOK, as_version=4)
     prose = _prose(NOTEBOOK)
     assert "reward" not in prose                                  # R is risk here, and only risk
-    assert "$R$ here stands for its risk" in prose
+    assert "$R(u)$ its risk" in prose
     assert "Bellman structure" in prose and "plus** what the state it leads to is worth" in prose
     assert "the chapter's numbers" not in prose and "chapter's tiny" not in prose
     code = [c for c in nb.cells if c.cell_type == "code"]
@@ -232,3 +274,45 @@ def test_the_solution_derives_its_candidates_and_has_two_checked_tasks():
     assert f"eager edit       value 11, cost {edit.cost:g}, risk {edit.risk:g}, legal 1" in printed
     assert f"shell: sed -i    value 14, cost 1, risk 2, legal {shell_legal}" in printed and shell_legal == 0
     assert "r_star = 0.4" in printed
+
+
+# ------------------------------------------------------------ 4.1 the declaration decides what can be picked
+def _tool_lists(host):
+    edit_tool, exports_tool = host.contract("edit_file"), host.contract("inspect_exports")
+    undocumented = {"type": "object", "properties": {"path": {"type": "string"}, "mode": {"type": "string"}},
+                    "required": ["path"]}
+    vague = dataclasses.replace(READ_FILE, description="Helper for files.", schema=undocumented)
+    padded = dataclasses.replace(READ_FILE, description=READ_FILE.description + (
+        " Our platform team set this workspace up in 2019 after the server migration; compliance asks that every"
+        " access be logged, and operations rotate the storage keys each quarter under the retention policy."))
+    return {"read_file declared": [READ_FILE, edit_tool, exports_tool], "read_file left out": [edit_tool, exports_tool],
+            "vague read_file": [vague, edit_tool, exports_tool], "background piled in": [padded, edit_tool, exports_tool]}
+
+
+def test_the_tool_list_decides_which_tool_a_model_can_pick(host):
+    task = "Return the content of the build script"
+    picks = {label: pick_tool(task, tools_for("anthropic", contracts)) for label, contracts in _tool_lists(host).items()}
+    assert {label: p.best for label, p in picks.items()} == {
+        "read_file declared": "read_file", "read_file left out": "edit_file", "vague read_file": "edit_file",
+        "background piled in": "edit_file"}
+    assert "read_file" not in picks["read_file left out"].scores, "a tool left out is never a candidate"
+    assert picks["vague read_file"].scores["read_file"] == 0
+    assert 0 < picks["background piled in"].scores["read_file"] < picks["read_file declared"].scores["read_file"]
+    assert pick_tool("xyzzy", tools_for("anthropic", [READ_FILE])).best is None
+    printed = _stdout(NOTEBOOK)
+    for label, p in picks.items():
+        scores = ", ".join(f"{name} {score:.3f}" for name, score in p.scores.items())
+        assert f"{label:<20} -> {p.best or 'no tool':<10}  ({scores})" in printed, label
+
+
+def test_the_schema_constrains_the_arguments_the_description_cannot(host, tmp_path):
+    ws = a.copy_scenario(tmp_path / "w2")
+    wrong_mode = tk.request("read_file", {"path": a.BUILD_SCRIPT, "mode": "binary"}, call_id="call_m")
+    detailed = tk.check(wrong_mode, READ_FILE, a.AGENT, ws)
+    loose = tk.check(wrong_mode, _tool_lists(host)["vague read_file"][0], a.AGENT, ws)
+    assert detailed.blocked_by == ("schema_ok",) and "['text', 'lines']" in detailed.errors[0].message
+    assert loose.legal == 1
+    printed = _stdout(NOTEBOOK)
+    assert "read_file's schema   schema_ok fail  legal = 0 x 1 x 1 = 0  $.mode: 'binary' is not one of ['text', 'lines']" \
+        in printed
+    assert "undocumented schema  schema_ok pass  legal = 1 x 1 x 1 = 1  (reaches the tool)" in printed

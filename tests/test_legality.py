@@ -75,3 +75,24 @@ def test_contract_card_matches_the_chapter():
         "  risk: external financial record",
         "  evidence: invoice id and ledger entry",
     ]
+
+
+def test_the_printed_product_shows_a_test_that_could_not_run_as_a_dash():
+    from toolkit.core import legal_line
+    assert legal_line(0, 1, 1) == "legal = 0 x 1 x 1 = 0"          # the worked example, every test evaluated
+    assert legal_line(1, 1, 1) == "legal = 1 x 1 x 1 = 1"
+    malformed = tk.check(tk.request("create_invoice", {**GOOD, "amount": "100"}, call_id="c"), CREATE_INVOICE,
+                         BILLING, Books(orders={"order-431": {"approved": True}}))
+    assert malformed.pre.outcome is tk.Outcome.NOT_EVALUABLE and malformed.pre.symbol == "–"
+    assert malformed.lines()[-1] == "legal = 0 x 1 x – = 0"
+    assert tk.Outcome.NOT_EVALUABLE.bit == 0 and malformed.legal == 0   # a dash never counts as a pass
+    not_a_call = tk.check({"name": "x"}, None)
+    assert not_a_call.lines()[-1] == "legal = 0 x – x – = 0"
+
+
+def test_pre_asks_two_questions_and_the_layer_map_says_so():
+    from toolkit.core import LAYER_OF, LAYERS, PRE_QUESTIONS
+    assert [layer.test for layer in LAYERS] == ["schema_ok", "auth_ok", "Pre"]
+    assert "ready" in LAYER_OF["Pre"].asks and "approval" in LAYER_OF["Pre"].asks
+    assert set(PRE_QUESTIONS) == {"precondition_failed", "approval_required"}
+    assert all(tk.core.CODES[code] == LAYER_OF["Pre"].name for code in PRE_QUESTIONS)

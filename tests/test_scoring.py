@@ -34,3 +34,22 @@ def test_flip_point_is_where_the_choice_changes():
     assert r == 0.2
     assert tk.choose([safe, risky], lam_r=r - 0.01).best is risky
     assert tk.choose([safe, risky], lam_r=r + 0.01).best is safe
+
+
+def test_a_model_can_only_pick_a_declared_tool_and_the_declaration_decides():
+    from toolkit.core import declaration_words, pick_tool
+    read = {"name": "read_file", "description": "Return the content of one file."}
+    edit = {"name": "edit_file", "description": "Replace text in a file of the build."}
+    clear = pick_tool("return the content of the build script", [read, edit])
+    assert clear.best == "read_file" and clear.matched["read_file"] == ("content", "return")
+    assert pick_tool("return the content of the build script", [edit]).best == "edit_file"   # improvises
+    vague = {"name": "fs", "description": "Helper."}
+    assert pick_tool("return the content of the build script", [vague, edit]).best == "edit_file"
+    assert pick_tool("return the content", [vague]).best is None
+    assert "no declared tool fits" in pick_tool("return the content", [vague]).lines()[-1]
+    padded = {**read, "description": read["description"] + " Set up in 2019 by the platform team for compliance."}
+    assert pick_tool("return the content", [padded]).scores["read_file"] < clear.scores["read_file"]
+    tie = pick_tool("file", [{"name": "a", "description": "file"}, {"name": "b", "description": "file"}])
+    assert tie.best == "a"                                          # ties go to the earlier tool
+    schema = {"name": "t", "input_schema": {"properties": {"module_name": {"description": "dotted name"}}}}
+    assert {"module", "name", "dotted"} <= declaration_words(schema)

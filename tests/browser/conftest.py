@@ -126,9 +126,21 @@ def lab_page(browser, lab, lab_requests):
         FIRST_RUN["server up (s)"] = round(lab.up_seconds, 2)
         FIRST_RUN["_page requested"] = time.monotonic()
         page.goto(address)
+        # whichever test uses the tab first, JupyterLab has finished opening the start page before it acts
+        # (else the start page, restored late, would take the front from the notebook a test just opened)
+        page.wait_for_function(START_PAGE_IN_FRONT, timeout=90_000, polling=100)
         yield page
     finally:
         context.close()
+
+
+#: The start page is open, in front, in a JupyterLab that has finished restoring its layout.
+START_PAGE_IN_FRONT = """() => {
+  const app = window.jupyterapp;
+  if (!app || !app.shell) return false;
+  const w = app.shell.currentWidget;
+  return !!(w && w.context && w.context.path === 'notebooks/00_start_here.ipynb');
+}"""
 
 
 @pytest.fixture

@@ -58,12 +58,18 @@ def wait_for_kernel(page, path: str, timeout_ms: int = 90_000) -> None:
     page.wait_for_function(KERNEL_READY, arg=path, timeout=timeout_ms, polling=100)
 
 
+#: JupyterLab has started in the tab: its application object is there and can open documents.
+LAB_READY = "() => !!window.jupyterapp"
+
+
 def open_in_lab(page, name: str, folder: str = "notebooks", timeout_ms: int = 90_000) -> None:
     """Open ``<folder>/<name>.ipynb`` (as a double click in the file browser does) and wait for its kernel.
 
     Paths are relative to the server's root, the course's folder (``scripts/open_course.py``).
     """
     path = f"{folder}/{name}.ipynb"
+    page.wait_for_function(LAB_READY, timeout=timeout_ms, polling=100)   # a test may be the first to use the tab
+    page.evaluate("() => window.jupyterapp.restored.then(() => true)")
     page.evaluate("(path) => window.jupyterapp.commands.execute('docmanager:open', {path}).then(() => true)", path)
     wait_for_kernel(page, path, timeout_ms)
 

@@ -6,7 +6,14 @@
 (schema -> permission/path -> business/approval), and records each as
 pass, fail, or not evaluable. It never stops at the first failure, so a
 blocked call names *every* test that stopped it. A test over arguments that
-did not pass the schema is "not evaluable" rather than guessed.
+did not pass the schema is "not evaluable" rather than guessed, and the
+printed product shows it as ``–``: ``legal = 0 x – x – = 0``.
+
+``Pre`` is the business layer and asks two questions: is the world *ready*
+(the contract's preconditions) and, when the contract asks for it, did a
+person say this call is *intended* (approval of this call id)? A call can be
+well-formed, permitted and ready and still not be what the user meant; only
+approval catches that.
 """
 from __future__ import annotations
 
@@ -34,6 +41,11 @@ class Outcome(str, Enum):
     def bit(self) -> int:
         return 1 if self is Outcome.PASS else 0
 
+    @property
+    def symbol(self) -> str:
+        """How the printed product shows this outcome: ``1``, ``0``, or ``–`` for a test that could not run."""
+        return "–" if self is Outcome.NOT_EVALUABLE else str(self.bit)
+
 
 @dataclass(frozen=True, slots=True)
 class Test:
@@ -47,22 +59,29 @@ class Test:
     def bit(self) -> int:
         return self.outcome.bit
 
+    @property
+    def symbol(self) -> str:
+        return self.outcome.symbol
+
 
 @dataclass(frozen=True)
 class Layer:
-    """One validation layer: the test that stands for it, its name, and the class a refusal there is given."""
+    """One validation layer: the test that stands for it, its name, the class a refusal there is given,
+    and the question it answers."""
 
     test: str
     name: str
     failure_class: FailureClass
+    asks: str = ""
 
 
 #: The layer map: the three validation layers in the order they run. Every table that
 #: names a test's layer or failure class (host, audit, metrics, panels) reads it from here.
 LAYERS = (
-    Layer("schema_ok", "schema", FailureClass.SCHEMA),
-    Layer("auth_ok", "permission", FailureClass.AUTHORIZATION),
-    Layer("Pre", "business", FailureClass.PRECONDITION),
+    Layer("schema_ok", "schema", FailureClass.SCHEMA, "are the arguments well-formed?"),
+    Layer("auth_ok", "permission", FailureClass.AUTHORIZATION, "may this caller do this, here?"),
+    Layer("Pre", "business", FailureClass.PRECONDITION,
+          "is the world ready (preconditions), and did a person mean this call (approval)?"),
 )
 LAYER_OF: dict[str, Layer] = {layer.test: layer for layer in LAYERS}
 
@@ -82,9 +101,25 @@ class Caller:
         return Caller(self.name, self.scopes, self.approved | set(call_ids))
 
 
+#: The two questions inside ``Pre``, by the error code a "no" to each produces.
+PRE_QUESTIONS: dict[str, str] = {"precondition_failed": "world ready", "approval_required": "intended"}
+
+
 def legal(schema_ok: Any, auth_ok: Any, pre: Any) -> int:
     """The indicator itself: 1 when all three tests pass, else 0 (a product of bits)."""
     return _bit(schema_ok) * _bit(auth_ok) * _bit(pre)
+
+
+def legal_line(schema_ok: Any, auth_ok: Any, pre: Any) -> str:
+    """The indicator written out, e.g. ``legal = 0 x 1 x 1 = 0``; a test that was not evaluable shows ``–``."""
+    shown = " x ".join(_symbol(v) for v in (schema_ok, auth_ok, pre))
+    return f"legal = {shown} = {legal(schema_ok, auth_ok, pre)}"
+
+
+def _symbol(value: Any) -> str:
+    if isinstance(value, (Test, Outcome)):
+        return value.symbol
+    return str(_bit(value))
 
 
 def _bit(value: Any) -> int:
@@ -123,12 +158,12 @@ class Verdict:
         return tuple(e for t in self.tests for e in t.errors)
 
     def lines(self) -> list[str]:
-        """One line per test, e.g. ``schema_ok  fail  $.path: unexpected property``."""
+        """One line per test, e.g. ``schema_ok  fail  $.path: unexpected property``, then the product."""
         out = []
         for t in self.tests:
             detail = "; ".join(e.line() for e in t.errors)
             out.append(f"{t.name:<9} {t.outcome.value:<13} {detail}".rstrip())
-        out.append(f"legal = {' x '.join(str(t.bit) for t in self.tests)} = {self.legal}")
+        out.append(legal_line(*self.tests))
         return out
 
     def __str__(self) -> str:

@@ -5,6 +5,14 @@ run, return. A call that writes outside, sends, or charges needs the full
 small-transaction treatment. The four task properties that decide it are the
 chapter's: reversibility, side-effect risk, retry semantics, and whether the
 tool returns evidence the agent can check itself.
+
+An idempotency key protects only where the receiving service honours it (a
+contract says so with ``retry=Retry.SAFE_WITH_KEY``). A message service that
+does not drop repeats delivers a retried message twice, key or no key: for an
+``UNSAFE`` effect the safeguard is the execution record (look before any
+repeat). A person is added for an effect that cannot be undone when its result
+cannot be checked or its contract asks for approval; a key never catches a
+wrong amount, only approval does.
 """
 from __future__ import annotations
 
@@ -23,7 +31,7 @@ SAFEGUARDS: dict[str, str] = {
 #: When each safeguard is worth its cost (the same table, last column).
 WHEN_TO_USE: dict[str, str] = {
     "call id": "parallel, streaming and multi-round calls",
-    "idempotency key": "a remote create, a payment, sending a message",
+    "idempotency key": "a remote create or a payment, where the receiving service honours the key",
     "execution record": "a timeout, a disconnect, recovery after a crash",
     "human approval": "deletion, publishing, a large payment",
 }
@@ -51,11 +59,15 @@ class TaskProperties:
 
 
 def required_safeguards(contract: Contract) -> tuple[str, ...]:
-    """The safeguards a contract's task properties call for; every call gets a call id."""
+    """The safeguards a contract's task properties call for; every call gets a call id.
+
+    A key is listed only when the contract says the service honours it (``SAFE_WITH_KEY``); an unsafe
+    effect gets the execution record instead (look before any repeat).
+    """
     p = TaskProperties.of(contract)
     needed = ["call id"]
     if p.side_effect:
-        needed += ["idempotency key", "execution record"]
+        needed += ["idempotency key", "execution record"] if p.retry is Retry.SAFE_WITH_KEY else ["execution record"]
     if not p.reversible and (contract.needs_approval or not p.self_checkable):
         needed.append("human approval")
     return tuple(needed)

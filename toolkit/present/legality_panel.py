@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from toolkit.core import Outcome, Verdict
+from toolkit.core import PRE_QUESTIONS, Outcome, Test, Verdict
 from toolkit.present.svg import (GREEN, GREY, INK, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED, drawn_html,
                                  svg_circle, svg_figure, svg_lines, svg_rect, svg_text)
 
@@ -30,6 +30,12 @@ LIGHTS = {Outcome.PASS: (GREEN, "1", "pass"), Outcome.FAIL: (RED, "0", "fail"),
 TITLES = {"schema_ok": "well-formed", "auth_ok": "permitted", "Pre": "world ready"}
 
 
+def light_title(test: Test) -> str:
+    """What a light asks: ``Pre`` says which of its two questions said no (world ready, intended), if any did."""
+    said_no = [PRE_QUESTIONS[e.code] for e in test.errors if e.code in PRE_QUESTIONS] if test.name == "Pre" else []
+    return " & ".join(dict.fromkeys(said_no)) or TITLES.get(test.name, "")
+
+
 def product_line(verdict: Verdict) -> str:
     """The indicator as the lights show it: a test that was not evaluable is ``–``, e.g. ``1 × – × 0 = 0``."""
     return " × ".join(LIGHTS[t.outcome][1] for t in verdict.tests) + f" = {verdict.legal}"
@@ -46,7 +52,7 @@ def legality_svg(verdict: Verdict, labels: tuple[str, str, str] | None = None) -
                               rx=8))
         parts.append(svg_circle(x + 80, 52, 26, colour, data_test=test.name, data_state=word.replace(" ", "-")))
         parts.append(svg_text(x + 80, 61, digit, 26, "white", "middle", "bold"))
-        parts.append(svg_text(x + 80, 98, f"{test.name}: {TITLES.get(test.name, '')}", 12, INK, "middle", "bold"))
+        parts.append(svg_text(x + 80, 98, f"{test.name}: {light_title(test)}", 12, INK, "middle", "bold"))
         parts.append(svg_text(x + 80, 115, word, 12, colour, "middle", "bold"))
         reason = "; ".join(e.message for e in test.errors)
         if not reason:
