@@ -1,6 +1,8 @@
 """Chapter 5, the ledger rule and the duplicate invoice: the rule's numbers, a ledger that survives a reopen,
 the real-crash trace and its two repairs, the crash matrix, racing processes, conflicts and in-progress keys,
-the timeout rules, the invoice panel driven from plain Python, and the exercise harness's platform check."""
+the timeout rules, the invoice panel driven from plain Python, the chapter's core path and deep dives, and the
+exercise harness (played side by side, its race, its platform check)."""
+import ast
 import multiprocessing
 import re
 from pathlib import Path
@@ -10,7 +12,8 @@ import pytest
 
 import toolkit as tk
 from toolkit.worlds import CREATE_INVOICE, Books
-from toolkit.worlds import CRASH_POINTS, KEY, ORDER, crash_matrix, create_issue_illustration, matrix_table, race
+from toolkit.worlds import (CRASH_POINTS, KEY, ORDER, crash_matrix, create_issue_illustration, matrix_table, race,
+                            run_scenario, run_scenarios)
 from toolkit.core import ledger_key
 from toolkit.effects import LedgerStatus
 from toolkit.present import invoice_panel
@@ -125,8 +128,8 @@ def test_every_setting_counts_what_the_ledger_rule_predicts(durable, atomic, hon
         chosen = panel.run
         assert chosen.mode == ("atomic" if atomic else "keyed" if honours else "naive")
         assert (chosen.crash_at, chosen.durable) == (point, durable or atomic), "the setting is played as it is"
-        assert panel.text().splitlines()[1] == f"run: {chosen.mode} agent, " + (
-            "no crash" if point == "none" else f"crash at {point}") + f": {chosen.agent}"
+        assert panel.text().splitlines()[1:2 + len(chosen.notes)] == [chosen.agent, *chosen.notes], \
+            "the panel says what the agent does, in the scenario's words"
 
 
 def test_dropdown_offers_the_toolkit_points_and_no_crash():
@@ -159,6 +162,50 @@ def test_runs_are_cached_and_set_runs_once(monkeypatch):
         invoice_panel.clear_cache()
 
 
+def test_the_panel_speaks_of_the_scenario_not_of_the_toolkit():
+    for setting in ({}, {"atomic": True, "durable": False, "honours": True}, {"honours": True, "crash": "none"}):
+        text = InvoicePanel(**setting).text()
+        for line in text.splitlines():
+            assert not line.startswith(("run:", "note:")), line
+        assert "toolkit" not in text and " agent, " not in text and "mode" not in text
+        assert "the agent " in text.splitlines()[1]
+
+
+def test_the_panel_matrix_reuses_what_it_showed_and_plays_the_rest_once(monkeypatch):
+    played = []
+    real = invoice_panel.crash_matrix
+
+    def counting(*args, **kwargs):
+        before = set(kwargs["played"])
+        rows = real(*args, **kwargs)
+        played.extend(set(kwargs["played"]) - before)
+        return rows
+
+    monkeypatch.setattr(invoice_panel, "crash_matrix", counting)
+    invoice_panel.clear_cache()
+    try:
+        panel = InvoicePanel()                      # plays naive, after_effect_before_ledger, on disk
+        rows = panel.matrix()
+        assert len(played) == 15 and ("naive", "after_effect_before_ledger", True) not in played
+        assert panel.matrix() == rows and len(played) == 15, "a second matrix plays nothing"
+        assert {r["crash_at"]: r["in memory"] for r in rows}["after_ledger"] == 2
+        assert shown_count(panel.set(durable=False, crash="after_ledger")) == 2
+    finally:
+        invoice_panel.clear_cache()
+
+
+def test_runs_played_side_by_side_are_the_runs_played_alone():
+    settings = [("naive", "after_effect_before_ledger", True), ("keyed", "after_ledger", False),
+                ("atomic", "after_effect_before_ledger", True), ("naive", "none", False)]
+    together = run_scenarios(settings)
+    alone = [run_scenario(mode, point, durable=durable) for mode, point, durable in settings]
+    assert together == alone
+    assert [o["invoice_count"] for o in together] == [2, 1, 1, 1]
+    assert together[0]["crashed"] and not together[3]["crashed"], "a process that lived retried itself"
+    with pytest.raises(ValueError, match="mode must be one of"):
+        run_scenarios([("naive", "none", True), ("careless", "none", True)])
+
+
 def test_a_click_updates_the_text_and_the_html_view():
     panel = InvoicePanel()
     panel.atomic.value = True              # a click on the widget itself, not through .set
@@ -186,6 +233,10 @@ def test_crash_matrix_has_one_red_cell():
     assert page.count("#ffebe9") == 1 and page.count("#dafbe1") == 11
     assert "<code>after_ledger</code>" in page
     assert "&lt;b&gt;" in matrix_html([{"crash_at": "<b>", "x": 1}]), "cells are escaped"
+    memory = crash_matrix(in_memory=True)
+    assert [list(r) for r in memory][0] == ["crash_at", "in memory", "naive", "atomic", "keyed"]
+    assert {r["crash_at"] for r in memory if r["in memory"] == 2} == {"after_effect_before_ledger", "after_ledger"}
+    assert matrix_table(memory).splitlines()[3].split() == ["after_ledger", "2", "1", "1", "1"]
 
 
 @pytest.mark.parametrize("mode", ["atomic", "external"])
@@ -270,8 +321,8 @@ def test_notebook_stores_the_chapter_facts_and_cleans_up():
     nb = nbformat.read(NOTEBOOK, as_version=4)
     text = stored_text(nb)
     assert "\n".join(TRACE) in text, "the real run's five lines"
-    assert "invoices for order-431: 2 ['INV-9 order-431', 'INV-10 order-431']" in text
-    assert matrix_table(crash_matrix()) in text
+    assert "invoices for order-431: 2 (INV-9, INV-10)" in text
+    assert matrix_table(crash_matrix(in_memory=True)) in text
     assert "80 calls -> 20 effects; effects per key: [1]" in text and "waited" not in text
     assert "ledger 0 -> 1 entry" in text and "ledger 1 -> 1 entry, result INV-9, visible invoices 1" in text
     assert "temporary files removed: True" in text
@@ -302,7 +353,7 @@ def test_notebook_keys_by_the_contract_and_reads_safeguards_from_the_toolkit():
 def test_conflict_example_uses_a_ledger_file_no_other_cell_touches():
     nb = nbformat.read(NOTEBOOK, as_version=4)
     sources = code_sources(nb)
-    index = next(i for i, src in enumerate(sources) if "conflict = ledger.call" in src)
+    index = next(i for i, src in enumerate(sources) if '"amount": amount' in src)
     files = re.findall(r'workdir / "([^"]+)"', sources[index])
     assert files, "the conflict example opens its own SQLite ledger"
     for name in files:
@@ -310,7 +361,8 @@ def test_conflict_example_uses_a_ledger_file_no_other_cell_touches():
         assert users == [index], f"{name} is also used by code cells {users}: the example must not depend on them"
     out = "".join(o.get("text", "") for o in nb.cells[[i for i, c in enumerate(nb.cells)
                                                         if c.cell_type == "code"][index]].outputs)
-    assert "first call: ran" in out and "invoices: ['INV-9'] - the first call's, and no other" in out
+    assert "amount 120.0: ran" in out and "amount 99.0 : conflict (key already used with other arguments)" in out
+    assert "amount 120  : replayed" in out and "invoices: ['INV-9'] - the first call's, and no other" in out
 
 
 @pytest.mark.parametrize("term, explained_by", [
@@ -350,3 +402,150 @@ def test_exercise_harness_says_plainly_when_the_platform_has_no_fork(monkeypatch
     assert made == [], "the harness must stop before it creates any file or process"
     markdown = "\n".join(c.source for c in nbformat.read(SOLUTION, as_version=4).cells if c.cell_type == "markdown")
     assert "Windows" in markdown and "fork" in markdown and "WSL" in markdown
+
+
+# ------------------------------------------------------------------ the core path, the deep dives, the class experiment
+def split_at_deep_dives(nb) -> tuple[list, list]:
+    marker = next(i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and c.source.startswith("## Deep dives"))
+    return nb.cells[:marker], nb.cells[marker:]
+
+
+def assigned_names(source: str) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+    return names
+
+
+def test_title_cell_says_what_the_student_does_and_how_long_it_takes():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    title = next(c for c in nb.cells if c.cell_type == "markdown").source
+    assert title.startswith("# 05 · ") and "**In this chapter you will**" in title
+    bullets = [line for line in title.splitlines() if line.startswith("- ")]
+    assert 2 <= len(bullets) <= 4
+    assert len([line for line in title.splitlines() if line.startswith("**Time:**")]) == 1
+
+
+def test_no_core_cell_needs_a_deep_dive_and_the_deep_dives_are_marked():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    core, deep = split_at_deep_dives(nb)
+    defined_in_core = set().union(*(assigned_names(c.source) for c in core if c.cell_type == "code"))
+    only_deep = set().union(*(assigned_names(c.source) for c in deep if c.cell_type == "code")) - defined_in_core
+    for cell in core:
+        if cell.cell_type == "code":
+            used = {n.id for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Name)}
+            assert not used & only_deep, f"a core cell uses {used & only_deep}, defined only in a deep dive"
+    headings = [line for c in deep if c.cell_type == "markdown" for line in c.source.splitlines()
+                if line.startswith("### ")]
+    assert headings and all(h.startswith("### Deep dive: ") for h in headings)
+    assert any("SQLite internals" in h for h in headings) and any("crash harness" in h for h in headings)
+    assert any(c.cell_type == "code" and "shutil.rmtree(workdir)" in c.source for c in core), \
+        "the core removes its own files"
+    assert not any("workdir" in c.source for c in deep if c.cell_type == "code"), \
+        "a deep dive keeps its files in a folder of its own"
+
+
+def test_class_experiment_cell_follows_the_lesson_and_says_where_it_ran():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    core, _ = split_at_deep_dives(nb)
+    index = next(i for i, c in enumerate(core) if c.cell_type == "code" and "run_class_experiment(keyed=KEYED)" in c.source)
+    assert re.search(r"^KEYED = (False|True)\b", core[index].source, re.MULTILINE)
+    explained = core[index - 1].source
+    assert "class hub" in explained and "dashboard" in explained and "one** shared billing service" in explained
+    repairs = next(i for i, c in enumerate(core) if c.cell_type == "markdown" and "## 5.5 Two repairs" in c.source)
+    matrix = next(i for i, c in enumerate(core) if c.cell_type == "markdown" and "## 5.6" in c.source)
+    assert repairs < index < matrix, "the class experiment comes right after the duplicate-invoice lesson"
+    out = "".join(o.get("text", "") for o in core[index].outputs)
+    assert "no class hub found" in out and "(1 duplicate)" in out and "INV-9', 'INV-10'" in out
+
+
+def test_the_exercise_harness_plays_every_point_at_once_as_it_plays_each_alone():
+    from toolkit.worlds.exercise_ledger import attempts, attempts_at_every_point, crash_counts
+    from toolkit.worlds.exercise_ledger import naive_create_invoice as naive
+
+    together = attempts_at_every_point(naive)
+    assert list(together) == list(CRASH_POINTS)
+    for point in CRASH_POINTS:
+        alone = attempts(naive, point)
+        assert (alone["killed"], alone["invoices"]) == (together[point]["killed"], together[point]["invoices"])
+    assert crash_counts(naive) == {"before_send": 1, "after_effect_before_ledger": 2, "after_ledger": 1, "none": 1}
+
+
+def test_the_race_catches_a_lookup_outside_the_transaction_and_passes_one_inside():
+    from toolkit.effects import transaction
+    from toolkit.worlds.exercise_ledger import find, race_requests
+
+    def inside(conn, arguments, effect, record):
+        with transaction(conn):
+            found = find(conn, arguments["idempotency_key"])
+            if found:
+                return found["invoice"]
+            invoice = effect(conn, arguments)
+            record(conn, arguments, invoice)
+        return invoice
+
+    def outside(conn, arguments, effect, record):
+        found = find(conn, arguments["idempotency_key"])
+        if found:
+            return found["invoice"]
+        with transaction(conn):
+            invoice = effect(conn, arguments)
+            record(conn, arguments, invoice)
+        return invoice
+
+    for _ in range(3):
+        good = race_requests(inside)
+        assert good["invoices"] == ["INV-9"] and [a["invoice_id"] for a in good["answers"]] == ["INV-9", "INV-9"]
+        bad = race_requests(outside)
+        assert any("UNIQUE constraint failed" in a.get("raised", "") for a in bad["answers"]), bad
+
+
+def _billing_that_never_listens(path, honour_keys, notify, pipe, other_end):
+    other_end.close()
+    pipe.close()
+    raise SystemExit(1)
+
+
+def test_runs_played_side_by_side_clean_up_when_one_of_them_fails(monkeypatch, tmp_path):
+    import tempfile
+
+    from toolkit.worlds import crash
+
+    monkeypatch.setattr(crash, "_billing_child", _billing_that_never_listens)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(RuntimeError, match="the billing service did not start"):
+        run_scenarios([("atomic", "after_effect_before_ledger", True), ("naive", "after_ledger", True)])
+    assert multiprocessing.active_children() == [], "every process of every run is ended"
+    assert list(tmp_path.iterdir()) == [], "every run's folder is removed"
+
+
+def _starts_two_and_answers(word):
+    import multiprocessing as mp
+    import os
+
+    ctx = mp.get_context("fork")
+    children = [ctx.Process(target=os._exit, args=(0,)) for _ in range(2)]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join()
+    if word == "fail":
+        raise ValueError("no such word")
+    return {"word": word, "exit codes": [c.exitcode for c in children], "pid": os.getpid()}
+
+
+def test_in_one_child_answers_from_a_child_that_reaps_what_it_started():
+    import os
+
+    from toolkit.worlds.children import in_one_child
+
+    answer = in_one_child(_starts_two_and_answers, "ok")
+    assert answer["word"] == "ok" and answer["exit codes"] == [0, 0] and answer["pid"] != os.getpid()
+    with pytest.raises(RuntimeError, match="ValueError: no such word"):
+        in_one_child(_starts_two_and_answers, "fail")
+    assert multiprocessing.active_children() == []

@@ -3,8 +3,9 @@
 Every trace the panel shows comes from a real run (``toolkit.worlds.crash.run_scenario``):
 a child process really dies (SIGKILL) at the chosen point, a retry follows, and
 the invoices are counted in billing's own database. Which run a setting plays
-is ``toolkit.worlds.crash.guarded_run``. A run gives the same trace every time,
-so each run is played once and cached.
+is ``toolkit.worlds.crash_designs.guarded_run``. A run gives the same trace every
+time, so each run is played once and cached. The words shown tell the scenario:
+what the agent does, what happened, how many invoices are left.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import html
 import re
 from typing import Any, Mapping, Sequence
 
-from toolkit.worlds import CRASH_POINTS, GuardedRun, guarded_run, run_scenario
+from toolkit.worlds import CRASH_POINTS, GuardedRun, crash_matrix, guarded_run, run_scenario
 from toolkit.present.svg import (AMBER, BLUE, FAINT, GREEN, INK, LIGHT_BLUE, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED,
                                  drawn_html, svg_figure, svg_line, svg_lines, svg_rect, svg_text)
 
@@ -39,16 +40,11 @@ def _listed(items: Sequence[str]) -> str:
 
 
 def outcome_text(setting: Mapping[str, Any], chosen: GuardedRun, outcome: Mapping[str, Any]) -> str:
-    """What the panel shows: the setting, the run it plays, the trace, and the invoices at the end."""
+    """What the panel shows: the setting, what the agent does, what happened, and the invoices at the end."""
     on = {True: "on", False: "off"}
-
-    def crash(point: str) -> str:
-        return "no crash" if point == "none" else f"crash at {point}"
-
+    crash = "no crash" if setting["crash_at"] == "none" else f"crash at {setting['crash_at']}"
     lines = [f"durable key: {on[setting['durable']]} | atomic ledger: {on[setting['atomic']]} | "
-             f"billing honours keys: {on[setting['honours']]} | {crash(setting['crash_at'])}",
-             f"run: {chosen.mode} agent, {crash(chosen.crash_at)}: {chosen.agent}"]
-    lines += [f"note: {note}" for note in chosen.notes]
+             f"billing honours keys: {on[setting['honours']]} | {crash}", chosen.agent, *chosen.notes]
     lines += list(outcome["trace"])
     if outcome["crashed"]:
         after = outcome["after_crash"]
@@ -222,6 +218,10 @@ class InvoicePanel:
         """The run the current setting plays."""
         s = self.setting
         return guarded_run(s["durable"], s["atomic"], s["honours"], s["crash_at"])
+
+    def matrix(self) -> list[dict[str, Any]]:
+        """Every crash point x every design (``crash_matrix(in_memory=True)``); settings already shown are reused."""
+        return crash_matrix(in_memory=True, played=_RUNS)
 
     @property
     def invoice_count(self) -> int:

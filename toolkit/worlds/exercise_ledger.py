@@ -2,12 +2,16 @@
 
 The student writes ``create(conn, arguments, effect, record)``. ``attempts`` runs
 it twice in child processes: the first attempt is killed with SIGKILL at a crash
-point, the second retries. ``race_requests`` starts two processes with the same request
-at the same moment; each one, after its first ``SELECT``, waits a little for the
-other to have looked too, so a lookup made outside the transaction really is
-made by both before either commits. A lookup inside ``with transaction(conn):``
-is not: ``BEGIN IMMEDIATE`` makes the second process wait for the first to
-commit. Every child is reaped and the temporary folder removed before a
+point, the second retries. ``crash_counts`` and ``attempts_at_every_point`` play
+every crash point at once, each in its own folder with its own two processes.
+``race_requests`` starts two processes with the same request at the same moment;
+each one, after its first ``SELECT``, waits for the other to have looked too, so
+a lookup made outside the transaction really is made by both before either
+commits. A lookup inside
+``with transaction(conn):`` is not: ``BEGIN IMMEDIATE`` makes the second process
+wait for the first to commit, so the first stops waiting as soon as it sees the
+other one asking for the lock while it holds it (and after ``RACE_PAUSE`` at
+most). Every child is reaped and the temporary folder removed before a
 function returns; what the student's function raised comes back as text
 (``{"raised": "IntegrityError: ..."}``), so a check can explain it.
 """
@@ -19,12 +23,13 @@ import shutil
 import signal
 import sqlite3
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Callable
 
 from toolkit.effects import connect, fingerprint, transaction
 from toolkit.worlds import billing_service
-from toolkit.worlds.children import process_context, reap
+from toolkit.worlds.children import in_one_child, process_context, reap
 from toolkit.worlds.crash_agents import CRASH_POINTS, ORDER
 
 LEDGER_TABLE = """CREATE TABLE IF NOT EXISTS ledger (
@@ -33,7 +38,7 @@ LEDGER_TABLE = """CREATE TABLE IF NOT EXISTS ledger (
     invoice     TEXT NOT NULL           -- the invoice this key produced, as JSON
 )"""
 KILLED = -signal.SIGKILL if hasattr(signal, "SIGKILL") else 137   # a child's exit code after the crash
-RACE_PAUSE = 1.0      # seconds a racer waits, after its first lookup, for the other one to look too
+RACE_PAUSE = 1.0      # seconds at most a racer waits, after its first lookup, for news of the other one
 
 
 def find(conn: Any, key: str) -> dict[str, Any] | None:
@@ -43,17 +48,32 @@ def find(conn: Any, key: str) -> dict[str, Any] | None:
 
 
 class _RacingConnection:
-    """A connection that, after its first SELECT, tells the other racer and waits briefly for its news."""
+    """A connection that, after its first SELECT, waits until the other racer has looked too, or is blocked.
 
-    def __init__(self, conn: sqlite3.Connection, mine: Any, theirs: Any) -> None:
+    ``mine`` and ``theirs`` are pairs of events: (asked for the write lock, looked the key up). The other
+    racer is blocked when it asked for the lock while this one holds it (this one is inside a transaction):
+    ``BEGIN IMMEDIATE`` then keeps it waiting until this one commits, so there is nothing to wait for.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, mine: tuple, theirs: tuple) -> None:
         self._conn, self._mine, self._theirs = conn, mine, theirs
 
     def execute(self, sql: str, *args: Any) -> Any:
+        statement = sql.lstrip().upper()
+        if statement.startswith("BEGIN"):
+            self._mine[0].set()
         cursor = self._conn.execute(sql, *args)
-        if sql.lstrip().upper().startswith("SELECT") and not self._mine.is_set():
-            self._mine.set()
-            self._theirs.wait(RACE_PAUSE)
+        if statement.startswith("SELECT") and not self._mine[1].is_set():
+            self._mine[1].set()
+            self._wait_for_the_other()
         return cursor
+
+    def _wait_for_the_other(self) -> None:
+        asked_lock, looked = self._theirs
+        deadline = time.monotonic() + RACE_PAUSE
+        while not looked.wait(0.002) and time.monotonic() < deadline:
+            if asked_lock.is_set() and self._conn.in_transaction:
+                return
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
@@ -116,30 +136,70 @@ def _fork_context() -> Any:
     return process_context("fork")      # the child inherits the functions defined in the notebook
 
 
+def attempts_at_every_point(create: Callable, points: Any = tuple(CRASH_POINTS),
+                            retry_arguments: dict = ORDER) -> dict[str, dict[str, Any]]:
+    """``attempts`` at each of ``points``, all played at the same time (each in its own folder): point -> outcome."""
+    ctx = _fork_context()
+    if len(points) > 1:                # every attempt starts from one child process
+        return in_one_child(_attempts_side_by_side, create, tuple(points), retry_arguments, ctx)
+    return _attempts_side_by_side(create, tuple(points), retry_arguments, ctx)
+
+
+def _attempts_side_by_side(create: Callable, points: tuple, retry_arguments: dict, ctx: Any) -> dict[str, Any]:
+    folders: dict[str, Path] = {}
+    firsts: dict[str, Any] = {}
+    retries: dict[str, Any] = {}
+    try:
+        for point in points:
+            folders[point] = Path(tempfile.mkdtemp(prefix="exercise05-"))
+            _books(folders[point])
+            firsts[point] = _attempt_child(ctx, create, folders[point], ORDER, point, 1)
+        for point in points:                      # each retry starts as soon as its own first attempt is over
+            reap(firsts[point], 30)
+            retries[point] = _attempt_child(ctx, create, folders[point], retry_arguments, "none", 2)
+        outcomes = {}
+        for point in points:
+            reap(retries[point], 30)
+            invoices, answers = _outcome(folders[point], 2)
+            outcomes[point] = {"killed": firsts[point].exitcode == KILLED, "invoices": invoices,
+                               "first": answers[0], "answer": answers[1]}
+    finally:
+        for child in (*firsts.values(), *retries.values()):
+            reap(child, 0)
+        for folder in folders.values():
+            shutil.rmtree(folder, ignore_errors=True)
+    return outcomes
+
+
+def _attempt_child(ctx: Any, create: Callable, folder: Path, arguments: dict, point: str, number: int) -> Any:
+    child = ctx.Process(target=_ledger_attempt, args=(create, str(folder), arguments, point, number, ()))
+    child.start()
+    return child
+
+
 def attempts(create: Callable, crash_at: str, retry_arguments: dict = ORDER) -> dict[str, Any]:
     """Attempt 1 with ``ORDER`` dies at ``crash_at``; attempt 2 retries (by default the same request).
 
     Returns whether attempt 1 was killed, the invoices billing holds afterwards, and what each attempt answered.
     """
-    ctx = _fork_context()
-    folder = Path(tempfile.mkdtemp(prefix="exercise05-"))
-    try:
-        _books(folder)
-        codes = []
-        for number, (arguments, point) in enumerate(((ORDER, crash_at), (retry_arguments, "none")), start=1):
-            child = ctx.Process(target=_ledger_attempt, args=(create, str(folder), arguments, point, number, ()))
-            child.start()
-            reap(child, 30)
-            codes.append(child.exitcode)
-        invoices, answers = _outcome(folder, 2)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    return {"killed": codes[0] == KILLED, "invoices": invoices, "first": answers[0], "answer": answers[1]}
+    return attempts_at_every_point(create, (crash_at,), retry_arguments)[crash_at]
+
+
+def naive_create_invoice(conn: Any, arguments: dict, effect: Callable, record: Callable) -> Any:
+    """The chapter's naive agent in the exercise's setting: look up, then two transactions (the red cell)."""
+    found = find(conn, arguments["idempotency_key"])
+    if found:
+        return found["invoice"]
+    with transaction(conn):
+        invoice = effect(conn, arguments)
+    with transaction(conn):
+        record(conn, arguments, invoice)
+    return invoice
 
 
 def crash_counts(create: Callable) -> dict[str, int]:
-    """Invoices after the retry, for a crash at each point."""
-    return {point: len(attempts(create, point)["invoices"]) for point in CRASH_POINTS}
+    """Invoices after the retry, for a crash at each point (the points played at the same time)."""
+    return {point: len(outcome["invoices"]) for point, outcome in attempts_at_every_point(create).items()}
 
 
 def race_requests(create: Callable) -> dict[str, Any]:
@@ -149,7 +209,7 @@ def race_requests(create: Callable) -> dict[str, Any]:
     children = []
     try:
         _books(folder)
-        flags = (ctx.Event(), ctx.Event())
+        flags = ((ctx.Event(), ctx.Event()), (ctx.Event(), ctx.Event()))   # per racer: asked the lock, looked
         for number in (1, 2):
             mine, theirs = flags[number - 1], flags[2 - number]
             children.append(ctx.Process(target=_ledger_attempt,
@@ -166,4 +226,5 @@ def race_requests(create: Callable) -> dict[str, Any]:
     return {"invoices": invoices, "answers": answers}
 
 
-__all__ = ["attempts", "crash_counts", "find", "KILLED", "LEDGER_TABLE", "race_requests", "RACE_PAUSE"]
+__all__ = ["attempts", "attempts_at_every_point", "crash_counts", "find", "KILLED", "LEDGER_TABLE", "naive_create_invoice",
+           "race_requests", "RACE_PAUSE"]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.effects import LedgerStatus, SqliteLedger, transaction
-from toolkit.worlds.children import process_context, reap
+from toolkit.worlds.children import in_one_child, process_context, reap
 from toolkit.worlds.crash_agents import EventLog
 
 
@@ -31,6 +31,12 @@ def race(processes: int = 4, keys: int = 20, mode: str = "atomic", *, context: s
     if mode not in ("atomic", "external"):
         raise ValueError("mode must be 'atomic' or 'external'")
     ctx = process_context(context)
+    if ctx.get_start_method() == "fork":            # the racers start from one child process
+        return in_one_child(_race, processes, keys, mode, ctx)
+    return _race(processes, keys, mode, ctx)
+
+
+def _race(processes: int, keys: int, mode: str, ctx: Any) -> dict[str, Any]:
     names = [f"k{i}" for i in range(keys)]
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ledger-race-")))
