@@ -1,9 +1,8 @@
-"""Chapter 6, backing off: the worked numbers, the slider panel driven from Python, the jitter plot's data,
+"""Chapter 6, backing off: the worked numbers, the slider panel driven from Python, the herd drawing and its data,
 the failure table, and the host's final word on retries."""
 import re
 from pathlib import Path
 
-import matplotlib
 import nbformat
 import pytest
 
@@ -14,9 +13,7 @@ from toolkit.worlds import CREATE_INVOICE
 from toolkit.core import MEANING, NEXT_STEP, POINTS_AT
 from toolkit.present import formulas
 from toolkit.present.backoff_panel import BackoffPanel, plan_text
-from toolkit.present.retry_plots import jitter_plot
-
-matplotlib.use("Agg")
+from toolkit.present.retry_plots import herd_svg
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "06_backoff_and_retries.ipynb"
@@ -117,13 +114,14 @@ def test_peak_load_and_arrivals_by_hand():
     assert peak_load([], window=1.0) == 0
 
 
-def test_jitter_plot_has_one_panel_per_variant():
-    import matplotlib.pyplot as plt
-
-    fig = jitter_plot(HERD, clients=5, seed=0)
-    assert len(fig.axes) == len(Jitter)
-    assert [ax.get_title().split("\n")[0] for ax in fig.axes] == [j.value for j in Jitter]
-    plt.close(fig)
+def test_herd_drawing_has_one_strip_per_variant_and_its_worst_crowd():
+    svg = herd_svg(HERD, clients=5, seed=0)
+    assert re.findall(r"data-strip='(\w+)'", svg) == [j.value for j in Jitter]
+    peaks = dict(re.findall(r"data-jitter='(\w+)' data-peak='(\d+)'", svg))
+    assert peaks == {name: str(peak_load(w, 0.1)) for name, w in jitter_waits(HERD, 5, 0).items()}
+    assert peaks["none"] == "5"                                         # the whole herd in one instant
+    assert svg.count("<circle") == 5 * len(Jitter) * HERD.n_max        # one dot per client per retry
+    assert herd_svg(HERD, clients=5, seed=0) == svg                     # seeded: the same drawing every run
 
 
 # ------------------------------------------------------------------ failures read through the contract

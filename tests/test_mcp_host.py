@@ -177,6 +177,36 @@ def test_a_server_that_cannot_start_is_one_connection_error(tmp_path):
     assert live_children() == before
 
 
+def test_a_started_server_boots_in_the_background_and_its_with_block_stops_it(tmp_path):
+    before = live_children()
+    connection = McpConnection.stdio(tickets_server_command(tmp_path)).start()
+    with pytest.raises(RuntimeError, match="with block"):
+        connection.tools()                                 # started is not yet usable: only inside its with block
+    with connection as server:
+        assert {t.name for t in server.tools()} == {"open_ticket", "close_ticket", "list_tickets"}
+        with pytest.raises(RuntimeError, match="already open"):
+            with connection:
+                pass
+        assert server.tools()                              # the failed nested entry left the session alone
+    assert live_children() == before
+    with connection as again:                              # a closed connection may be opened again
+        assert again.tools()
+    assert live_children() == before
+
+
+def test_closing_a_started_connection_that_was_never_entered_stops_it(tmp_path):
+    before = live_children()
+    connection = McpConnection.stdio(tickets_server_command(tmp_path)).start()
+    connection.close()
+    connection.close()                                     # twice does nothing
+    assert live_children() == before
+    started = McpConnection.stdio(tickets_server_command(tmp_path)).start()
+    with pytest.raises(RuntimeError, match="already open"):
+        started.start()
+    started.close()
+    assert live_children() == before
+
+
 # ------------------------------------------------------------------ the chapter's demonstrations
 def test_naive_vs_contract_shows_the_leak_and_the_refusal(tmp_path):
     before = live_children()

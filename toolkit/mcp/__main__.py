@@ -7,6 +7,7 @@ Exit 2 with one line on stderr when the workspace is not a folder or a tool name
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -38,5 +39,17 @@ def serve_command(argv: list[str] | None = None) -> int:
 
 __all__: list[str] = []   # a command, not a library: nothing to import from here
 
+def exit_promptly(status: int) -> None:
+    """End this server process at once with ``status``: the client waits for the exit when it closes.
+
+    The interpreter's own teardown of a process that has imported the MCP SDK takes about 0.1 s, and a
+    served process has nothing left to finish: each call closes its files, the host's log is in memory,
+    and stdout and stderr are flushed here. Only the command does this, never an imported function.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(serve_command())
+    exit_promptly(serve_command())

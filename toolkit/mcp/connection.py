@@ -10,6 +10,8 @@ loop, and a host's tool runs synchronously, so the session lives in one task of
 an event loop in its own thread, from ``__enter__`` to ``__exit__``; each call is
 handed to that loop and waited for. Leaving the ``with`` block closes the
 session, which stops the server process the SDK started (and the thread).
+``start()`` launches the server without waiting, so a server can boot in the
+background while other work runs; its ``with`` block then waits until it is ready.
 
 Hardening: a call waits at most ``timeout`` seconds (``TimeoutError``); a server
 that fails to start raises ``ConnectionError`` with one line, not a traceback;
@@ -46,6 +48,7 @@ class McpConnection:
         self._stop: asyncio.Event | None = None
         self._ready: Future = Future()
         self._errlog: Any = None
+        self._entered = False
 
     @classmethod
     def stdio(cls, command: Sequence[str], cwd: str | None = None, env: dict[str, str] | None = None,
@@ -54,15 +57,39 @@ class McpConnection:
         return cls(command, cwd, env, timeout)
 
     # -- the session's life -----------------------------------------------------
-    def __enter__(self) -> "McpConnection":
+    def start(self) -> "McpConnection":
+        """Start the server and the handshake without waiting for them; returns ``self``.
+
+        The ``with`` block that follows waits until the server is ready (and stops it at the end), so a
+        caller can start several servers at once, or start one early and use it later::
+
+            course = McpConnection.stdio(command).start()   # starting in the background
+            ...                                              # other work meanwhile
+            with course as server:                           # ready here; stopped when the block ends
+                server.call("read_file", {"path": "a.txt"})
+        """
         if self._loop is not None:
             raise RuntimeError("this MCP connection is already open")
+        try:
+            import mcp.client.stdio  # noqa: F401  (the SDK's import, paid here and not in the thread: see _hold)
+        except ImportError as exc:
+            raise ConnectionError(f"the MCP server did not start: the mcp SDK is missing ({exc.name})") from None
+
         self._ready = Future()
         self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
         self._loop = asyncio.new_event_loop()
+        self._stop = asyncio.Event()        # made here, so a close() right after start() can always set it
         self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-client", daemon=True)
         self._thread.start()
         self._done = asyncio.run_coroutine_threadsafe(self._hold(), self._loop)
+        return self
+
+    def __enter__(self) -> "McpConnection":
+        if self._entered:
+            raise RuntimeError("this MCP connection is already open")
+        if self._loop is None:
+            self.start()
+        self._entered = True
         try:
             self._ready.result(START_SECONDS)
         except BaseException as exc:
@@ -72,6 +99,7 @@ class McpConnection:
 
     def __exit__(self, *exc_info: Any) -> None:
         loop, thread = self._loop, self._thread
+        self._entered = False
         if loop is None or thread is None:
             return
         if self._stop is not None:
@@ -83,10 +111,14 @@ class McpConnection:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(START_SECONDS)
         loop.close()
-        self._loop = self._thread = self._session = None
+        self._loop = self._thread = self._session = self._stop = None
         if self._errlog is not None:
             self._errlog.close()
             self._errlog = None
+
+    def close(self) -> None:
+        """Stop the server and the session, as leaving the ``with`` block does (nothing if not open)."""
+        self.__exit__(None, None, None)
 
     def server_log(self) -> str:
         """What the server wrote to its stderr so far (while the connection is open)."""
@@ -99,11 +131,14 @@ class McpConnection:
         return text
 
     async def _hold(self) -> None:
-        """Enter the SDK's context managers, signal ready, wait for ``__exit__``, leave them (one task)."""
+        """Enter the SDK's context managers, signal ready, wait for ``__exit__``, leave them (one task).
+
+        The SDK is already imported (``start`` does it in the caller's thread), so while the server process
+        boots this thread only waits on pipes, and the caller's thread runs on undisturbed.
+        """
         from mcp import ClientSession
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
-        self._stop = asyncio.Event()
         params = StdioServerParameters(command=self.command[0], args=self.command[1:], cwd=self.cwd, env=self.env)
         try:
             async with stdio_client(params, errlog=self._errlog) as (read, write), \
@@ -121,7 +156,7 @@ class McpConnection:
     # -- requests ---------------------------------------------------------------
     def _run(self, make: Callable[[Any], Any]) -> Any:
         """Run ``make(session)`` (a coroutine) on the session's loop and wait for it, at most ``timeout`` s."""
-        if self._loop is None or self._session is None:
+        if self._loop is None or self._session is None or not self._entered:
             raise RuntimeError("the MCP connection is not open: use it inside a with block")
         future = asyncio.run_coroutine_threadsafe(make(self._session), self._loop)
         try:

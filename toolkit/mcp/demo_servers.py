@@ -100,4 +100,6 @@ def demo_server_command(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(demo_server_command())
+    from toolkit.mcp.__main__ import exit_promptly      # the same prompt exit as the course's server
+
+    exit_promptly(demo_server_command())

@@ -70,14 +70,19 @@ def naive_vs_contract(scratch: Path | str) -> list[str]:
     lines, leaked = [], {}
     servers = [("naive server (SDK decorator, plain read_file)", naive_server_command(workspace)),
                ("course server (python -m toolkit.mcp serve)", course_server_command(workspace))]
-    for label, command in servers:
-        lines.append(label)
-        with McpConnection.stdio(command) as server:
-            for path in ("notes.txt", "../secret.txt"):
-                answer = server.call("read_file", {"path": path})
-                lines.append(f"  {f'read_file({path!r})':28} {_answer_column(answer)}")
-                texts = " ".join(getattr(c, "text", "") for c in answer.content)
-                leaked[label] = leaked.get(label, False) or SECRET in texts
+    started = [(label, McpConnection.stdio(command).start()) for label, command in servers]   # both boot at once
+    try:
+        for label, connection in started:
+            lines.append(label)
+            with connection as server:
+                for path in ("notes.txt", "../secret.txt"):
+                    answer = server.call("read_file", {"path": path})
+                    lines.append(f"  {f'read_file({path!r})':28} {_answer_column(answer)}")
+                    texts = " ".join(getattr(c, "text", "") for c in answer.content)
+                    leaked[label] = leaked.get(label, False) or SECRET in texts
+    finally:
+        for _, connection in started:
+            connection.close()                           # a server not reached (after an error) is stopped too
     for label, did in leaked.items():
         lines.append(f"{label.split(' (')[0]}: {'LEAKED the planted secret' if did else 'kept the secret out'}")
     return lines

@@ -1,74 +1,52 @@
-"""Chapters 06 and 07: plots for retries and measurement: jitter variants, the schema-violation drift, the 202 trap.
+"""Chapter 06: the drawing for retries: the herd of clients under each jitter variant.
 
-The data behind the jitter plot (``jitter_waits``, ``peak_load``) is computed
-in ``toolkit.effects.waits``; the ``*_plot`` functions only draw it with
-matplotlib, imported only when a plot is drawn, and return the figure.
+The data behind the herd drawing (``jitter_waits``, ``arrival_times``,
+``peak_load``) is computed in ``toolkit.effects.waits``; ``herd_svg`` only draws
+it (inline SVG, like the panels, so no plotting library is imported for it).
 """
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Sequence
-
-from toolkit.effects import Jitter, RetryPolicy, jitter_waits, peak_load, plan
+from toolkit.effects import RetryPolicy, arrival_times, jitter_waits, peak_load
+from toolkit.present.svg import BLUE, FAINT, INK, MUTED, PAPER, RED, svg_circle, svg_figure, svg_line, svg_rect, svg_text
 
 
-def jitter_plot(policy: RetryPolicy, clients: int = 20, seed: int = 0, window: float = 0.1):
-    """One panel per jitter variant: each client's wait before retry 1, 2, ..., over the planned delay ``d``."""
-    import matplotlib.pyplot as plt
+def herd_svg(policy: RetryPolicy, clients: int = 20, seed: int = 0, window: float = 0.1) -> str:
+    """Every client's retries on one time axis, one strip per jitter variant (a row of dots per client).
 
+    All clients fail at t = 0. Without jitter their dots stack into one column per retry (the wave); with
+    jitter the columns smear out. Each strip names its variant and its worst crowd: the most retries that
+    arrive within ``window`` seconds (``peak_load``).
+    """
     waits = jitter_waits(policy, clients, seed)
-    planned = plan(replace(policy, jitter=Jitter.NONE))
-    retries = list(range(1, len(planned) + 1))
-    fig, axes = plt.subplots(1, len(waits), figsize=(12, 3.4), sharey=True)
-    for ax, (name, per_client) in zip(axes, waits.items()):
-        for c, client in enumerate(per_client):
-            offset = (c - (clients - 1) / 2) * 0.3 / max(1, clients)
-            ax.plot([k + offset for k in retries], client, "o", markersize=3, alpha=0.6, color="C0")
-        ax.plot(retries, planned, "k--", linewidth=1, label="planned d")
-        ax.set_title(f"{name}\nat most {peak_load(per_client, window)} retries within {window:g}s", fontsize=10)
-        ax.set_xlabel("retry number")
-        ax.set_xticks(retries)
-    axes[0].set_ylabel("wait before the retry (s)")
-    axes[0].legend(loc="upper left")
-    fig.suptitle(f"{clients} clients failing together, d0={policy.d0:g}s, beta={policy.beta:g}"
-                 + (f", d_max={policy.d_max:g}s" if policy.d_max is not None else ""))
-    fig.tight_layout()
-    return fig
+    arrivals = {name: [arrival_times(w) for w in per_client] for name, per_client in waits.items()}
+    end = max((t for rows in arrivals.values() for row in rows for t in row), default=1.0) or 1.0
+    width, left, right, top, pitch = 760, 150, 740, 40, 3
+    strip = 8 + pitch * clients
+    height = top + len(arrivals) * (strip + 10) + 34
+    scale = (right - left) / end
+    cap = f", d_max = {policy.d_max:g}s" if policy.d_max is not None else ""
+    parts = [svg_rect(0, 0, width, height, PAPER, rx=8),
+             svg_text(16, 24, f"{clients} clients fail at t = 0 and retry: d0 = {policy.d0:g}s, β = "
+                              f"{policy.beta:g}, {policy.n_max} retries{cap}", 13, INK, weight="bold")]
+    y = top
+    for name, rows in arrivals.items():
+        crowd = peak_load(waits[name], window)
+        parts += [svg_text(16, y + strip / 2, name, 12, INK, weight="bold"),
+                  svg_text(16, y + strip / 2 + 14, f"worst crowd: {crowd} in {window:g}s", 10,
+                           RED if crowd == clients else MUTED, data_jitter=name, data_peak=crowd),
+                  svg_rect(left, y, right - left, strip, "white", FAINT, rx=2, data_strip=name)]
+        for c, row in enumerate(rows):
+            parts += [svg_circle(left + t * scale, y + 5 + pitch * c, 1.5, BLUE) for t in row]
+        y += strip + 10
+    parts.append(svg_line(left, y, right, y, MUTED, 1.5))
+    step = next(s for s in (1, 2, 5, 10, 20, 50, 100, 200, 500) if end / s <= 14)
+    for k in range(int(end // step) + 1):
+        x = left + k * step * scale
+        parts += [svg_line(x, y, x, y + 5, MUTED), svg_text(x, y + 18, f"{k * step:g}s", 10, MUTED, "middle")]
+    parts.append(svg_text(right, y + 31, "time since the failure", 10, MUTED, "end"))
+    label = ", ".join(f"{name}: at most {peak_load(w, window)} within {window:g}s" for name, w in waits.items())
+    return svg_figure(width, height, parts, f"retries of {clients} clients over time; {label}",
+                      data_clients=clients)
 
 
-def drift_plot(rows: Sequence[dict], reference: float = 0.03):
-    """The schema-violation rate per window (from ``toolkit.effects.metrics.drift``) against the habit behind it."""
-    import matplotlib.pyplot as plt
-
-    windows = [r["window"] for r in rows]
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    ax.plot(windows, [100 * r["rate"] for r in rows], "o-", label="schema violations read from the log")
-    ax.plot(windows, [100 * r["habit"] for r in rows], "--", color="grey", label="chance of a stale habit")
-    ax.axhline(100 * reference, color="C3", linewidth=1, linestyle=":", label=f"{100 * reference:g} % baseline")
-    ax.set_xlabel(f"window ({rows[0]['calls']} calls each)" if rows else "window")
-    ax.set_ylabel("rate (%)")
-    ax.set_title("The rate climbs as schema and habits drift apart")
-    ax.legend()
-    fig.tight_layout()
-    return fig
-
-
-def gaming_plot(gamed: Sequence[dict], repaired: Sequence[dict]):
-    """What the metric says and what is true, call by call (rows from ``toolkit.worlds.deploy.run_episode``)."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    calls = [r["call"] for r in gamed]
-    ax.plot(calls, [r["successful_calls"] for r in gamed], "o-", color="C3", label="successful calls (202 counts)")
-    ax.plot(calls, [r["settled_healthy"] for r in gamed], "s-", color="C2", label="settled healthy (the truth)")
-    ax.plot([r["call"] for r in repaired], [r["successful_calls"] for r in repaired], "x--", color="C0",
-            label="successful calls (settled postcondition)")
-    ax.set_xlabel("deploy call")
-    ax.set_ylabel("count so far")
-    ax.set_title("The metric rises; settled health lags behind")
-    ax.legend()
-    fig.tight_layout()
-    return fig
-
-
-__all__ = ["drift_plot", "gaming_plot", "jitter_plot"]
+__all__ = ["herd_svg"]
