@@ -11,11 +11,10 @@ import pytest
 import toolkit as tk
 from toolkit.effects import GENESIS, Anchor, AuditLog, chain_digest, run_audited, verify_audit_file
 from toolkit.effects import RetryPolicy, RetryController
-from toolkit.worlds import CREATE_INVOICE
-from toolkit.worlds.deploy import HEALTHY, compare_adapters, run_deploy_episode, rushed_versions, table
+from toolkit.worlds import LOOKUP_CUSTOMER, AuditScene, invoice_arguments
+from toolkit.worlds.deploy import HEALTHY, compare_adapters, run_deploy_episode, rushed_versions
 from toolkit.effects import Rate
 from toolkit.worlds import MALFORMED, drift, simulate_log
-from toolkit.present.retry_plots import drift_plot, gaming_plot
 from toolkit.effects import FINAL, TRANSITIONS, IllegalTransition, RecordState, open_record
 
 matplotlib.use("Agg")
@@ -26,19 +25,15 @@ CANARY, ACCOUNT = "sk-CANARY-7f3a91", "ACCT-CANARY-55120"
 
 
 # ------------------------------------------------------------------ the state machine
-def invoice(order_id):
-    return {"order_id": order_id, "amount": 120.0, "currency": "EUR", "idempotency_key": f"invoice:{order_id}:v1"}
-
-
 def test_record_follows_the_table_and_refuses_everything_else():
-    record = open_record(tk.request("create_invoice", invoice("order-431"), call_id="call_1"), "agent-427")
+    record = open_record(tk.request("create_invoice", invoice_arguments("order-431"), call_id="call_1"), "agent-427")
     for target in ("approved", "running", "succeeded"):
         assert record.can(target)
         record.move(target)
     assert record.path() == ["requested", "approved", "running", "succeeded"] and record.final
     with pytest.raises(IllegalTransition, match="cannot go from succeeded to running .*succeeded is final"):
         record.move("running")
-    fresh = open_record(tk.request("create_invoice", invoice("order-431"), call_id="call_2"), "agent-427")
+    fresh = open_record(tk.request("create_invoice", invoice_arguments("order-431"), call_id="call_2"), "agent-427")
     with pytest.raises(IllegalTransition, match="cannot go from requested to succeeded"):
         fresh.move("succeeded")
     assert len(record.transitions) == 4 and fresh.state is RecordState.REQUESTED
@@ -46,49 +41,8 @@ def test_record_follows_the_table_and_refuses_everything_else():
 
 
 # ------------------------------------------------------------------ the chapter's audited calls
-class Billing:
-    def __init__(self, faults):
-        self.faults = {o: list(s) for o, s in faults.items()}
-        self.orders = {"order-431": {"approved": True}, "order-432": {"approved": True},
-                       "order-433": {"approved": True}, "order-500": {"approved": False}}
-        self.invoices = {}
-
-    def order(self, order_id):
-        return self.orders.get(order_id)
-
-    def invoices_with_key(self, key):
-        return [self.invoices[key]] if key in self.invoices else []
-
-    def create(self, args, world=None):
-        script = self.faults.get(args["order_id"], [])
-        fault = script.pop(0) if script else "ok"
-        if fault == "rate_limited":
-            raise tk.ToolFailure(tk.Status.RECOVERABLE_FAILURE, "rate_limited", "the billing API is busy")
-        invoice_id = self.invoices.setdefault(args["idempotency_key"], f"INV-{len(self.invoices) + 9}")
-        if fault == "no_answer":
-            raise tk.ToolFailure(tk.Status.TIMEOUT, "no_answer", "no answer", tk.FailureClass.TIMEOUT)
-        return {"invoice_id": invoice_id}
-
-
-class SimulatedClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        self.now += 0.25
-        return self.now - 0.25
-
-    def sleep(self, seconds):
-        self.now += seconds
-
-
 def careless_lookup_tool():
-    lookup = tk.Contract(
-        "lookup_customer", "Look a customer up.",
-        {"type": "object", "properties": {"customer": {"type": "string"}, "api_key": {"type": "string"},
-                                          "account_number": {"type": "string"}},
-         "required": ["customer", "api_key"], "additionalProperties": False},
-        retry=tk.Retry.SAFE, secret_fields=("account_number",))
+    """The canary section's tool: its first failure message quotes the key and the account number."""
     failures = iter(["busy"])
 
     def run(args, world):
@@ -96,35 +50,27 @@ def careless_lookup_tool():
             raise tk.ToolFailure(tk.Status.RECOVERABLE_FAILURE, "partner_busy",
                                  f"partner refused key {args['api_key']} for {args['account_number']}")
         return {"customer": args["customer"]}
-    return tk.Tool(lookup, run)
+    return tk.Tool(LOOKUP_CUSTOMER, run)
 
 
 @pytest.fixture()
 def chapter_log(tmp_path):
-    """The chapter's five calls, audited into a file; returns (db path, billing world, crm host)."""
-    billing = Billing({"order-431": ["rate_limited"] * 2, "order-432": ["no_answer"],
-                       "order-433": ["rate_limited"] * 9})
-    agent = tk.Host.of([tk.Tool(CREATE_INVOICE, billing.create)],
-                       tk.Caller("agent-427", frozenset({"billing.write"})), billing)
-    intern = tk.Host.of([tk.Tool(CREATE_INVOICE, billing.create)], tk.Caller("intern"), billing)
+    """The chapter's five calls, audited into a file; returns (db path, the scene, crm host)."""
     crm = tk.Host.of([careless_lookup_tool()])
-    clock, controller = SimulatedClock(), RetryController(RetryPolicy(d0=1, beta=2, n_max=4))
+    controller = RetryController(RetryPolicy(d0=1, beta=2, n_max=4))
     db = tmp_path / "audit.sqlite"
-    with AuditLog(db, clock=clock) as log:
-        for host, who, call in [
-            (agent, "agent-427", tk.request("create_invoice", invoice("order-431"), call_id="call_1")),
-            (agent, "agent-427", tk.request("create_invoice", invoice("order-432"), call_id="call_2")),
-            (intern, "intern", tk.request("create_invoice", invoice("order-500"), call_id="call_3")),
-            (agent, "agent-427", tk.request("create_invoice", invoice("order-433"), call_id="call_4")),
-            (crm, "agent-427", tk.request("lookup_customer", {"customer": "ACME", "api_key": CANARY,
-                                                              "account_number": ACCOUNT}, call_id="call_5")),
-        ]:
-            run_audited(host, call, log, who, controller, sleep=clock.sleep)
-    return db, billing, crm
+    with AuditScene() as scene:
+        calls = [(scene.host(who), who, call) for who, call in scene.calls()]
+        calls.append((crm, "agent-427", tk.request("lookup_customer", {"customer": "ACME", "api_key": CANARY,
+                                                                       "account_number": ACCOUNT}, call_id="call_5")))
+        with AuditLog(db, clock=scene.clock) as log:
+            for host, who, call in calls:
+                run_audited(host, call, log, who, controller, sleep=scene.clock.sleep)
+        yield db, scene, crm                           # the log is closed: the file alone holds the story
 
 
 def test_reopened_log_answers_who_when_how_many_retries_where_it_stopped(chapter_log):
-    db, billing, _ = chapter_log
+    db, scene, _ = chapter_log
     with AuditLog(db) as audit:                      # a fresh connection: the answer is in the file
         stories = {c: audit.story(c) for c in audit.calls()}
         assert list(stories) == ["call_1", "call_2", "call_3", "call_4", "call_5"]
@@ -141,7 +87,26 @@ def test_reopened_log_answers_who_when_how_many_retries_where_it_stopped(chapter
         assert audit.verify().ok
         with pytest.raises(sqlite3.IntegrityError, match="append-only"):
             audit.conn.execute("UPDATE audit_events SET initiator = 'someone else' WHERE call_id = 'call_3'")
-    assert billing.invoices == {"invoice:order-431:v1": "INV-9", "invoice:order-432:v1": "INV-10"}
+    assert scene.invoices() == {"order-431": "INV-9", "order-432": "INV-10"}   # call_2's retry billed nothing new
+    assert [i["idempotency_key"] for i in scene.billing.invoices] == ["invoice:order-431:v1", "invoice:order-432:v1"]
+
+
+def test_the_scene_plays_its_script_and_its_copy_holds_every_row(tmp_path):
+    with AuditScene() as scene:
+        books = scene.billing
+        assert [books.fault("order-431", n) for n in (1, 2, 3)] == ["rate_limited", "rate_limited", "ok"]
+        assert books.fault("order-432", 1) == "timeout_after_effect" and books.fault("order-500", 1) == "ok"
+        assert [who for who, _ in scene.calls()] == ["agent-427", "agent-427", "intern", "agent-427"]
+        assert not scene.host("intern").check(scene.calls()[2][1]).legal
+        clock = scene.clock
+        assert (clock(), clock(), clock.sleep(4), clock()) == (0.0, 0.25, None, 4.5)
+        db = scene.folder / "live.sqlite"
+        with AuditLog(db) as log:                      # still open: recent rows may sit in the write-ahead log
+            log.track(tk.request("create_invoice", invoice_arguments("order-431"), call_id="c1"), "x").move("rejected")
+            copy = scene.copy_of(db, "copy.sqlite")
+            assert copy.parent == scene.folder and verify_audit_file(copy, log.anchor).ok
+        folder = scene.folder
+    assert not folder.exists()                         # leaving the block removed the folder
 
 
 def tamper(db: Path, copy: Path) -> list[str]:
@@ -277,23 +242,6 @@ def test_drift_climbs_past_3_percent():
     assert all(r["rate"] == r["schema_violations"] / r["calls"] for r in rows)
 
 
-def test_plots_draw_their_series():
-    import matplotlib.pyplot as plt
-
-    rows = [{"window": w, "calls": 10, "schema_violations": w, "rate": w / 10, "habit": w / 12} for w in (1, 2, 3)]
-    fig = drift_plot(rows, reference=0.03)
-    ax = fig.axes[0]
-    assert [list(line.get_ydata()) for line in ax.lines[:2]] == [[10, 20, 30], [100 * r["habit"] for r in rows]]
-    assert list(ax.lines[2].get_ydata()) == [3, 3]
-    plt.close(fig)
-    gamed, repaired = run_deploy_episode(False, rushed_versions(4)), run_deploy_episode(True, rushed_versions(4))
-    fig = gaming_plot(gamed, repaired)
-    assert [list(line.get_ydata()) for line in fig.axes[0].lines] == [
-        [r["successful_calls"] for r in gamed], [r["settled_healthy"] for r in gamed],
-        [r["successful_calls"] for r in repaired]]
-    plt.close(fig)
-
-
 # ------------------------------------------------------------------ the stored notebook shows the toolkit's numbers
 @pytest.mark.skipif(not NOTEBOOK.exists(), reason="chapter 7 notebook not written yet")
 def test_notebook_prints_what_the_toolkit_computes(simulation, chapter_log):
@@ -301,8 +249,11 @@ def test_notebook_prints_what_the_toolkit_computes(simulation, chapter_log):
     text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "\n".join(simulation.report().lines()) in text
     assert "rate = 6/200 = 3%" in text
-    assert "\n".join(table(run_deploy_episode(False, rushed_versions(12)))) in text
-    assert "\n".join(table(run_deploy_episode(True, rushed_versions(12)))) in text
+    versions = rushed_versions(12)
+    for g, r in zip(run_deploy_episode(False, versions), run_deploy_episode(True, versions)):
+        assert f"{g['version']:<8} {g['live']:<13} {g['status']:<14} {r['status']}\n" in text
+    for name, numbers in compare_adapters(calls=12).items():
+        assert f"{name:<22} " + ", ".join(f"{k}={v}" for k, v in numbers.items()) in text
     assert "canary in the printed trail or the model's feedback: False" in text
     assert "canary in any byte of the database folder: False" in text
     assert CANARY not in text and ACCOUNT not in text
@@ -310,25 +261,39 @@ def test_notebook_prints_what_the_toolkit_computes(simulation, chapter_log):
     with AuditLog(chapter_log[0]) as audit:            # the same calls, audited afresh by this test
         for call_id in audit.calls():
             assert audit.story(call_id).line() in text
-        for call_id in ("call_1", "call_2", "call_3", "call_4", "call_5"):
+        for call_id in ("call_2", "call_3", "call_4"):
             assert "\n".join(audit.trail(call_id)) in text
-    for r in drift(windows=8, calls_per_window=200, seed=5):
-        assert f"window {r['window']}: {r['schema_violations']:>2}/{r['calls']} = {r['rate']:.1%}" in text
-    with AuditLog(chapter_log[0]) as audit:
+        assert audit.trail("call_5")[0] in text and "[redacted]" in audit.trail("call_5")[0]
         waits = [float(e["note"].rsplit(" after ", 1)[1].rstrip("s")) for e in audit.events("call_4")
                  if e["note"].startswith("retry ")]
+        before_call_5 = Anchor(29, audit.events()[28]["digest"])      # the notebook prints it after four calls
+        anchor = audit.anchor                                        # and keeps this one after the fifth
+    for r in drift(windows=8, calls_per_window=100, seed=5):
+        assert f"window {r['window']}: {r['schema_violations']:>2}/{r['calls']} = {r['rate']:>5.1%}" in text
     assert f"backing off: {' + '.join(f'{w:g}' for w in waits)} = {sum(waits):g} seconds" in text
+    assert "backing off: 1 + 2 + 4 + 8 = 15 seconds" in text
     copy = chapter_log[0].parent / "copy.sqlite"
     tamper(chapter_log[0], copy)
     with AuditLog(copy) as edited:
         assert f"the copy's chain:  {edited.verify().line()}" in text and "NOT ok at row" in text
         assert f"the copy now says: {edited.story('call_3').line()}" in text
-    with AuditLog(chapter_log[0]) as audit:
-        before_call_5 = Anchor(29, audit.events()[28]["digest"])      # the notebook keeps it after four calls
     assert f"anchor kept by the host: {before_call_5.line()}" in text
-    assert ("with the anchor:   NOT ok at row 29: the last digest is not the anchor's head: history was rewritten"
-            in text)
+    rewritten = chapter_log[0].parent / "rewritten.sqlite"
+    rewrite_and_recompute(chapter_log[0], rewritten)
+    assert f"with the anchor:   {verify_audit_file(rewritten, anchor).line()}" in text
+    assert "the last digest is not the anchor's head: history was rewritten" in text
     assert "the copy alone:    ok:" in text and "recomputed without the key: NOT ok at row 1" in text
     assert "the log still matches the host's anchor: ok: 35 rows" in text
-    report = simulation.report()
-    assert f"utility: {report.utility:g} units over {report.calls} calls = {report.utility_per_call:.3f}" in text
+
+
+@pytest.mark.skipif(not NOTEBOOK.exists(), reason="chapter 7 notebook not written yet")
+def test_notebook_opens_with_its_plan_and_keeps_its_setup_in_the_scenery():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    title = nb.cells[0].source
+    assert title.startswith("# 07 · ") and "**In this chapter you will**" in title and "\n**Time:** " in title
+    dives = [i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and c.source.startswith("## Deep dives")]
+    assert len(dives) == 1
+    core = nb.cells[:dives[0]]
+    assert max(len(c.source.splitlines()) for c in core if c.cell_type == "code") <= 25
+    assert any("AuditScene()" in c.source for c in core if c.cell_type == "code")
+    assert not any("class " in c.source for c in nb.cells if c.cell_type == "code")   # no setup classes on screen

@@ -267,74 +267,67 @@ def test_solutions_carry_nbgrader_metadata(path):
 # Each row: (exercise, mistake, old, new, hint). ``old`` is a piece of the worked solution that occurs exactly
 # once; ``new`` is what a student who makes that mistake writes instead. Run so, the notebook must stop in a
 # check with an AssertionError whose message holds ``hint``: the words the check has for that mistake.
-EX01_OPEN_AND_CATCH = '''path = call.arguments["path"]
-    import os
-    base = os.path.realpath(tree.ws)
-    real = os.path.realpath(os.path.join(base, path))
-    if os.path.commonpath([base, real]) != base:
-        refused = tk.ToolError("path_refused", "$.path", "the path leads outside the workspace", received=path)
-        return rejected(tk.FailureClass.AUTHORIZATION, [refused], call.call_id)
-    try:
+EX01_OPEN_AND_CATCH = '''try:
+        import os
+        base = os.path.realpath(tree.ws)
+        real = os.path.realpath(os.path.join(base, call.arguments["path"]))
+        if os.path.commonpath([base, real]) != base:
+            refused = tk.ToolError("path_refused", "$.path", "the path leads outside the workspace",
+                                   received=call.arguments["path"])
+            return rejected(tk.FailureClass.AUTHORIZATION, [refused], call.call_id)
         with open(real, "rb") as handle:
-            data = handle.read()
+            return succeeded(call, handle.read())
     except OSError as exc:
         missing = tk.ToolError("precondition_failed", "$.path", f"no readable file there ({exc.strerror})")
         return rejected(tk.FailureClass.PRECONDITION, [missing], call.call_id)
-    return tk.ToolResult(call.call_id, tk.Status.SUCCEEDED, output={"path": path, "content": data.decode()},
-                         evidence={"size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
     ### END SOLUTION'''
-EX01_LADDER = '''path = call.arguments["path"]
-    try:
-        WS.check(path)          # rungs 1-2: as text, then following links; nothing is opened
-        got = WS.read(path)     # rung 3: open without following links, re-check, read at most the cap
+EX01_LADDER = '''try:
+        return succeeded(call, WS.read(call.arguments["path"]).data)   # rungs 1-3, then the bytes
     except tk.PathRefused as refusal:
         return rejected(refusal.failure_class, [refusal.error], call.call_id)
-    return tk.ToolResult(call.call_id, tk.Status.SUCCEEDED, output={"path": path, "content": got.text},
-                         evidence=got.evidence())
     ### END SOLUTION'''
-EX01_TEXT_ONLY = '''path = call.arguments["path"]
-    if path.startswith("/") or ".." in path:
-        refused = tk.ToolError("path_refused", "$.path", "the path leads outside the workspace", received=path)
-        return rejected(tk.FailureClass.AUTHORIZATION, [refused], call.call_id)
-    try:
-        data = (tree.ws / path).read_bytes()
+EX01_TEXT_ONLY = '''try:
+        path = call.arguments["path"]
+        if path.startswith("/") or ".." in path:
+            refused = tk.ToolError("path_refused", "$.path", "the path leads outside the workspace", received=path)
+            return rejected(tk.FailureClass.AUTHORIZATION, [refused], call.call_id)
+        return succeeded(call, (tree.ws / path).read_bytes())
     except OSError:
         missing = tk.ToolError("precondition_failed", "$.path", "no readable file there")
         return rejected(tk.FailureClass.PRECONDITION, [missing], call.call_id)
-    return tk.ToolResult(call.call_id, tk.Status.SUCCEEDED, output={"path": path, "content": data.decode()},
-                         evidence={"size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
     ### END SOLUTION'''
+EX01_STREAM = "    return [execute(i) if isinstance(i, tk.ToolCall) else i.result for i in assembler.finish(stop_reason)]"
 EX05_OUTSIDE = '''    found = find(conn, arguments["idempotency_key"])
     if found:
+        if found["fingerprint"] != fingerprint(arguments):
+            return {"error": "idempotency_conflict"}
         return found["invoice"]
     with transaction(conn):
         invoice = effect(conn, arguments)
         record(conn, arguments, invoice)
     return invoice
     ### END SOLUTION'''
-EX05_ATOMIC = '''    with transaction(conn):
-        found = find(conn, arguments["idempotency_key"])
+EX05_LOOKUP = '''        found = find(conn, arguments["idempotency_key"])
         if found:
+            if found["fingerprint"] != fingerprint(arguments):
+                return {"error": "idempotency_conflict"}
             return found["invoice"]
-        invoice = effect(conn, arguments)
+'''
+EX05_ATOMIC = '''    with transaction(conn):
+''' + EX05_LOOKUP + '''        invoice = effect(conn, arguments)
         record(conn, arguments, invoice)
     return invoice
     ### END SOLUTION'''
 
 MISTAKES = [
-    ("01_read_file_hands_on", "an undeclared field is not reported when path is missing",
-     '    errors = [tk.ToolError("unexpected_property"',
-     '    if "path" not in arguments:\n        return [tk.ToolError("missing_required", "$.path", "missing")]\n'
-     '    errors = [tk.ToolError("unexpected_property"',
-     "an undeclared field and no path: report both"),
     ("01_read_file_hands_on", "a refusal under another id",
      "return rejected(tk.FailureClass.SCHEMA, problems, call.call_id)",
      'return rejected(tk.FailureClass.SCHEMA, problems, "call_0")',
      "A result must carry its call's id"),
     ("01_read_file_hands_on", "a peek at the file before the path check",
-     "        WS.check(path)          # rungs 1-2",
-     "        try:\n            open(tree.ws / path, 'rb').close()\n        except OSError:\n            pass\n"
-     "        WS.check(path)          # rungs 1-2",
+     "        return succeeded(call, WS.read(",
+     "        try:\n            open(tree.ws / call.arguments['path'], 'rb').close()\n        except OSError:\n"
+     "            pass\n        return succeeded(call, WS.read(",
      "the path check must refuse BEFORE anything is opened"),
     ("01_read_file_hands_on", "a path judged as text only (links followed)", EX01_LADDER, EX01_TEXT_ONLY,
      "a link whose target lies outside the workspace"),
@@ -342,20 +335,19 @@ MISTAKES = [
      "    if not isinstance(call, tk.ToolCall):", "    if call is None:",
      "a preview shows progress, it is not a request"),
     ("01_read_file_hands_on", "its own parse of the fragments, under the stream's id",
-     '    assembler = Assembler()\n    assembler.add(0, call_id="call_s1", name="read_file")\n',
+     EX01_STREAM,
      '    import json\n    try:\n        arguments = json.loads("".join(fragments))\n    except ValueError:\n'
      '        return [tk.ToolResult("call_s1", tk.Status.REJECTED, failure_class=tk.FailureClass.SCHEMA,\n'
      '                              reason="stream_incomplete")]\n'
-     '    return [execute(tk.ToolCall("read_file", arguments, "call_s1"))]\n'
-     '    assembler = Assembler()\n    assembler.add(0, call_id="call_s1", name="read_file")\n',
+     '    return [execute(tk.ToolCall("read_file", arguments, "call_s1"))]\n' + EX01_STREAM,
      "the JSON looks whole, but no completion signal came"),
     ("01_read_file_hands_on", "the stream's stop reason is ignored",
-     "for item in assembler.finish(stop_reason)]", 'for item in assembler.finish("tool_calls")]',
+     "for i in assembler.finish(stop_reason)]", 'for i in assembler.finish("tool_calls")]',
      "the JSON looks whole, but no completion signal came"),
-    ("02_send_email_contract", "extra fields allowed", '        "additionalProperties": False,\n', "",
+    ("02_send_email_contract", "extra fields allowed", ', "additionalProperties": False}', "}",
      "extra fields must be refused"),
     ("02_send_email_contract", "a message called safe to retry with a key",
-     "    retry=tk.Retry.UNSAFE,", "    retry=tk.Retry.SAFE_WITH_KEY,", "a retry of send_email sends a second message"),
+     "retry = tk.Retry.UNSAFE", "retry = tk.Retry.SAFE_WITH_KEY", "a retry of send_email sends a second message"),
     ("02_send_email_contract", "the predicate's arguments swapped",
      "lambda args, world: args[\"to\"] in world", "lambda world, args: args[\"to\"] in world",
      "it is called as predicate(args, world)"),
@@ -364,14 +356,14 @@ MISTAKES = [
      'schema_blocked = (tk.request("send_email", {**message, "bcc": "everyone@example.org"}), tk.Caller("intern"))',
      "Change one thing at a time"),
     ("03_inspect_exports", "a module imported to read its exports",
-     "        exports = read_exports(root, module)\n        if isinstance(exports, tk.ToolError):",
-     "        try:\n            sys.path.insert(0, str(root))\n            __import__(module)\n"
-     "        except Exception:\n"
-     "            pass\n        finally:\n            sys.path.remove(str(root))\n"
-     "        exports = read_exports(root, module)\n        if isinstance(exports, tk.ToolError):",
+     "    exports = read_exports(root, module)\n    if isinstance(exports, tk.ToolError):",
+     "    import sys\n    try:\n        sys.path.insert(0, str(root))\n        __import__(module)\n"
+     "    except Exception:\n"
+     "        pass\n    finally:\n        sys.path.remove(str(root))\n"
+     "    exports = read_exports(root, module)\n    if isinstance(exports, tk.ToolError):",
      "never import them to find out what they export"),
-    ("03_inspect_exports", "only top-level imports read",
-     "for n in ast.walk(ast.parse(code))", "for n in ast.parse(code).body", "an import inside a function"),
+    ("03_inspect_exports", "an unreadable module passed over", "        return exports.line()", "        return None",
+     "a module that is not in the workspace"),
     ("03_inspect_exports", "exports inspected although no name was wrong",
      '        return "propose_again", None', '        return "inspect_exports", None', "only the fields are wrong"),
     ("04_choosing_calls", "an illegal option picked", "        if option.legal != 1:\n            continue\n", "",
@@ -380,11 +372,7 @@ MISTAKES = [
      "on a tie keep the earlier option"),
     ("04_choosing_calls", "the tie point with the sign flipped", "r_star = ((read.value", "r_star = -((read.value",
      "not a tie"),
-    ("05_atomic_ledger", "no key lookup",
-     '    with transaction(conn):\n        found = find(conn, arguments["idempotency_key"])\n        if found:\n'
-     '            return found["invoice"]\n        invoice = effect(conn, arguments)',
-     '    with transaction(conn):\n        invoice = effect(conn, arguments)',
-     "Look the key up with find(conn, key) first"),
+    ("05_atomic_ledger", "no key lookup", EX05_LOOKUP, "", "Look the key up with find(conn, key) first"),
     ("05_atomic_ledger", "the effect and the key in two transactions",
      EX05_ATOMIC,
      EX05_ATOMIC.replace("        record(conn, arguments, invoice)\n",
@@ -403,15 +391,12 @@ MISTAKES = [
      "    if n > n_max:\n        return \"escalate\"", "there is never a fifth retry"),
     ("06_backoff_step", "the delay grown by one step, not multiplied", "beta * d)", "d + 1)",
      "the next state is (3, 4)"),
-    ("06_backoff_step", "a wait granted at the escalation", 
-     '        action, (n_next, d_next) = backoff_step(n, d, beta, n_max)\n        if action == "escalate":\n'
-     '            return granted\n        granted.append(d)',
-     '        action, (n_next, d_next) = backoff_step(n, d, beta, n_max)\n        granted.append(d)\n'
-     '        if action == "escalate":\n            return granted', "the waits are 1, 2, 4, 8"),
+    ("06_backoff_step", "the state moved at the escalation", '        return "escalate", (n, d)',
+     '        return "escalate", (n + 1, beta * d)', "keeps its state"),
     ("06_backoff_step", "any key allowed", "return bool(original_key) and retry_key == original_key",
      "return True", "a new key is a new act"),
-    ("06_backoff_step", "a key trusted to make a message safe", "    return False\n    ### END SOLUTION",
-     "    return bool(original_key)\n    ### END SOLUTION", "not even a key makes it safe"),
+    ("06_backoff_step", "a key trusted to make a message safe", "    return retry is tk.Retry.SAFE\n",
+     "    return retry is tk.Retry.SAFE or bool(original_key)\n", "not even a key makes it safe"),
     ("07_violation_rate", "rows counted instead of calls",
      "    return len(hit & calls), len(calls)",
      "    hits = sum(1 for e in events if e['kind'] == 'transition' and failure_class in e['failure'].split(','))\n"
@@ -421,33 +406,27 @@ MISTAKES = [
     ("07_violation_rate", "no story for an unknown call is an error", "    if not moves:\n        return None\n", "",
      "an unknown call id has no story: return None"),
     ("08_conflicts_and_completion", "two reads of one file called a conflict",
-     "crossed = (set(a_writes) & set(b_reads)) | (set(a_reads) & set(b_writes))",
-     "crossed = (set(a_writes) | set(a_reads)) & (set(b_reads) | set(b_writes))",
-     "two reads of the SAME file still do not conflict"),
+     "(wa & rb) | (ra & wb)", "(wa | ra) & (rb | wb)", "two reads of the SAME file still do not conflict"),
     ("08_conflicts_and_completion", "unknown resources not handled",
      '    if earlier is None or later is None:\n        return "unknown resources"\n', "",
      "a call whose resources are unknown must be ordered, not guessed"),
     ("08_conflicts_and_completion", "calls handed out before the completion event",
-     "        if not self.finished or self.stop_reason not in self.COMPLETE:",
-     "        if self.finished and self.stop_reason not in self.COMPLETE:",
+     '        if not self.finished or self.stop_reason not in ("tool_calls", "stop"):',
+     '        if self.finished and self.stop_reason not in ("tool_calls", "stop"):',
      "a fragment is not a call"),
-    ("08_conflicts_and_completion", "a cut stream trusted", 'COMPLETE = ("tool_calls", "stop")',
-     'COMPLETE = ("tool_calls", "stop", "length")', "finish('length') means the model hit its token limit"),
-    ("08_conflicts_and_completion", "repeats of the name appended",
-     "buf[field] = value if value.startswith(so_far) else so_far + value", "buf[field] = so_far + value",
-     "Set the name once and ignore repeats"),
-    ("08_conflicts_and_completion", "json.loads instead of the strict parser",
-     'arguments, problems = parse_arguments("".join(buf["parts"]))',
-     'arguments, problems = json.loads("".join(buf["parts"])), []', "parse with parse_arguments, not json.loads"),
+    ("08_conflicts_and_completion", "a cut stream trusted", '("tool_calls", "stop")',
+     '("tool_calls", "stop", "length")', "finish('length') means the model hit its token limit"),
     ("09_answering_a_model", "only the good calls echoed", "        if item.call_id is None:\n            continue\n",
-     "        if not isinstance(item, tk.ToolCall):\n            continue\n", "echo EVERY item that has a call"),
+     "        if isinstance(item, Refusal):\n            continue\n", "echo EVERY item that has a call"),
     ("09_answering_a_model", "results written back under the internal id",
-     '"tool_call_id": ids.external(result.call_id, "openai")', '"tool_call_id": result.call_id', "orphan result"),
+     'answers.append(tool_answer(ids.external(item.call_id, "openai"), result))',
+     "answers.append(tool_answer(item.call_id, result))", "orphan result"),
     ("09_answering_a_model", "raw arguments re-encoded",
      "arguments = item.arguments if isinstance(item.arguments, str) else json.dumps(item.arguments)",
      "arguments = json.dumps(item.arguments)", "send the refused call's raw text back unchanged"),
-    ("09_answering_a_model", "the round budget one short", "    for used in range(1, max_rounds + 1):",
-     "    for used in range(1, max_rounds):", "max_rounds=1 still allows one request"),
+    ("09_answering_a_model", "a refused call handed to the host",
+     "result = item.result if isinstance(item, Refusal) else host.execute(item)", "result = host.execute(item)",
+     "answer a Refusal with its own"),
 ]
 
 # Each row: (exercise, style, old, new): another correct answer, written another way; it must pass every check.
@@ -457,37 +436,47 @@ STYLES = [
     ("02_send_email_contract", "a named predicate, other blocked attempts",
      'lambda args, world: args["to"] in world', 'recipient_allowed',
      ),
-    ("03_inspect_exports", "a visitor and a ratio for the closest name",
-     "    nodes = sorted((n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.ImportFrom) and n.level == 0),\n"
-     "                   key=lambda n: n.lineno)",
-     "    class Imports(ast.NodeVisitor):\n        def __init__(self):\n            self.found = []\n\n"
-     "        def visit_ImportFrom(self, node):\n            if node.level == 0:\n"
-     "                self.found.append(node)\n\n"
-     "    visitor = Imports()\n    visitor.visit(ast.parse(code))\n"
-     "    nodes = sorted(visitor.found, key=lambda n: n.lineno)"),
-    ("04_choosing_calls", "max over the legal options",
-     "    best, best_score = None, None\n    for option in options:\n"
+    ("03_inspect_exports", "the unreadable module last, the list of unexported errors",
+     "    if isinstance(exports, tk.ToolError):\n        return exports.line()\n"
+     '    return None if name in exports.names else f"import {module}.{name}: symbol not exported"',
+     "    if not isinstance(exports, tk.ToolError):\n        if name not in exports.names:\n"
+     '            return f"import {module}.{name}: symbol not exported"\n        return None\n'
+     "    return exports.line()"),
+    ("03_inspect_exports", "a list of the unexported errors",
+     '    error = next((e for e in errors if e.code == "symbol_not_exported"), None)\n    if error is None:\n'
+     '        return "propose_again", None',
+     '    unexported = [e for e in errors if e.code == "symbol_not_exported"]\n    if not unexported:\n'
+     '        return "propose_again", None\n    error = unexported[0]'),
+    ("04_choosing_calls", "one condition, the option's own score",
      "        if option.legal != 1:\n            continue\n"
      "        score = option.value - lam_c * option.cost - lam_r * option.risk\n"
-     "        if best_score is None or score > best_score:\n            best, best_score = option.name, score\n"
-     "    return best",
-     "    legal = [o for o in options if o.legal == 1]\n"
-     "    return max(legal, key=lambda o: o.score(lam_c, lam_r)).name if legal else None"),
+     "        if best_score is None or score > best_score:\n            best, best_score = option.name, score\n",
+     "        if option.legal == 1 and (best_score is None or option.score(lam_c, lam_r) > best_score):\n"
+     "            best, best_score = option.name, option.score(lam_c, lam_r)\n"),
     ("05_atomic_ledger", "its own SELECT, one exit",
      EX05_ATOMIC,
      '''    import json
     with transaction(conn):
-        row = conn.execute("SELECT invoice FROM ledger WHERE key = ?", (arguments["idempotency_key"],)).fetchone()
+        row = conn.execute("SELECT fingerprint, invoice FROM ledger WHERE key = ?",
+                           (arguments["idempotency_key"],)).fetchone()
         if row is None:
             invoice = effect(conn, arguments)
             record(conn, arguments, invoice)
+        elif row[0] != fingerprint(arguments):
+            invoice = {"error": "idempotency_conflict"}
         else:
-            invoice = json.loads(row[0])
+            invoice = json.loads(row[1])
     return invoice
     ### END SOLUTION'''),
-    ("06_backoff_step", "a closed form for the waits",
-     "    granted, n, d = [], 0, d0\n    while True:",
-     "    return [d0 * beta ** i for i in range(n_max)]\n    granted, n, d = [], 0, d0\n    while True:"),
+    ("06_backoff_step", "the step as one conditional expression",
+     '    if n >= n_max:\n        return "escalate", (n, d)\n    return "retry", (min(n_max, n + 1), beta * d)',
+     '    return ("escalate", (n, d)) if n >= n_max else ("retry", (n + 1, beta * d))'),
+    ("06_backoff_step", "a match on the retry semantics",
+     "    if retry is tk.Retry.SAFE_WITH_KEY:\n        return bool(original_key) and retry_key == original_key\n"
+     "    return retry is tk.Retry.SAFE\n",
+     "    match retry:\n        case tk.Retry.SAFE:\n            return True\n"
+     "        case tk.Retry.SAFE_WITH_KEY:\n            return original_key is not None and retry_key == original_key\n"
+     "    return False\n"),
     ("07_violation_rate", "a dictionary of failure sets",
      '''    calls = {e["call_id"] for e in events if e["kind"] == "transition" and e["source"] is None}''',
      '''    failures = {}
@@ -497,14 +486,31 @@ STYLES = [
     calls = {e["call_id"] for e in events if e["kind"] == "transition" and e["source"] is None}
     return len({c for c in calls if failure_class in failures.get(c, ())}), len(calls)'''),
     ("08_conflicts_and_completion", "set algebra in one expression",
-     "    (a_reads, a_writes), (b_reads, b_writes) = earlier, later",
+     "    (ra, wa), (rb, wb) = earlier, later",
      "    ww = sorted(set(earlier[1]) & set(later[1]))\n"
      "    rw = sorted((set(earlier[1]) & set(later[0])) | (set(earlier[0]) & set(later[1])))\n"
      "    return f\"write-write {', '.join(ww)}\" if ww else (f\"read-write {', '.join(rw)}\" if rw else \"\")\n"
-     "    (a_reads, a_writes), (b_reads, b_writes) = earlier, later"),
-    ("09_answering_a_model", "a while loop counting the requests",
-     "    for used in range(1, max_rounds + 1):\n        reply = chat.ask()",
-     "    used = 0\n    while used < max_rounds:\n        used += 1\n        reply = chat.ask()"),
+     "    (ra, wa), (rb, wb) = earlier, later"),
+    ("08_conflicts_and_completion", "one test at a time, its own lines",
+     '    return conflict_line("write-write", wa & wb) or conflict_line("read-write", (wa & rb) | (ra & wb))',
+     "    both_write = wa & wb\n    if both_write:\n        return \"write-write \" + \", \".join(sorted(both_write))\n"
+     "    crossed = (wa & rb) | (ra & wb)\n    if crossed:\n        return \"read-write \" + \", \".join(sorted(crossed))\n"
+     "    return \"\""),
+    ("08_conflicts_and_completion", "the completion test turned round",
+     '        if not self.finished or self.stop_reason not in ("tool_calls", "stop"):\n'
+     "            return [], [self.incomplete()]\n",
+     '        if self.finished and self.stop_reason in ("tool_calls", "stop"):\n'
+     "            return self.parsed()\n        return [], [self.incomplete()]\n"),
+    ("09_answering_a_model", "two comprehensions over the items with a call id",
+     "    echoes, answers = [], []\n    for item in items:",
+     "    answered = [i for i in items if i.call_id is not None]\n"
+     "    verdicts = [i.result if isinstance(i, Refusal) else host.execute(i) for i in answered]\n"
+     "    echoes = [call_entry(ids.external(i.call_id, 'openai'), i.name,\n"
+     "                         i.arguments if isinstance(i.arguments, str) else json.dumps(i.arguments))\n"
+     "              for i in answered]\n"
+     "    return [assistant_turn(echoes)] + [tool_answer(ids.external(i.call_id, 'openai'), r)\n"
+     "                                       for i, r in zip(answered, verdicts)]\n"
+     "    echoes, answers = [], []\n    for item in items:"),
 ]
 
 

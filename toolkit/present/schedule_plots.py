@@ -3,16 +3,28 @@
 ``timeline_text`` and ``timeline`` draw rows shaped like ``Plan.rows()``
 (``call_id``, ``name``, ``start``, ``end``, optionally ``reads``, ``writes``,
 ``waits_for``): one bar per call, from the logical step it starts in to the one
-it ends in. If every call takes one step, a plan of waves ``[[r1, r2, w1], [w2],
-[r3]]`` needs three steps where one-at-a-time needs five. The same drawing
-shows a measured run: ``toolkit.wire.step_recorder.StepRecorder.rows()`` has
-the same shape, in steps measured without a clock.
+it ends in, and an arrow from each call to every call that waits for it. If
+every call takes one step, a plan of waves ``[[r1, r2, w1], [w2], [r3]]`` needs
+three steps where one-at-a-time needs five. The same drawing shows a measured
+run: ``toolkit.worlds.step_recorder.StepRecorder.rows()`` has the same shape, in
+steps measured without a clock.
+
+``timeline`` returns a ``Timeline``: a notebook shows its SVG drawing, and its
+plain-text form (``.text``, also its ``repr``) is the ``timeline_text`` table.
+Bars carry ``data-call``, ``data-start`` and ``data-end``; arrows carry
+``data-wait="w1->w2"``.
 """
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from toolkit.present.svg import (AMBER, BLUE, FAINT, GREY, INK, LIGHT_AMBER, LIGHT_BLUE, MUTED, PAPER, svg_figure,
+                                 svg_line, svg_rect, svg_text)
+
 Row = Mapping[str, Any]
+#: Bar colours by what a call does: (fill, outline).
+TOOL_COLOURS = {"read_file": (LIGHT_BLUE, BLUE), "write_file": (LIGHT_AMBER, AMBER)}
+LABEL_W, STEP_W, ROW_H, HEAD_H = 150, 96, 30, 24
 
 
 def _waited_ids(row: Row) -> list[str]:
@@ -29,6 +41,12 @@ def _touches(row: Row) -> str:
     return "; ".join(parts)
 
 
+def _note(row: Row) -> str:
+    """What a call touches and whom it waits for: ``"writes file:c.txt; after w1"``."""
+    waits = "after " + ", ".join(_waited_ids(row)) if row.get("waits_for") else ""
+    return "; ".join(part for part in (_touches(row), waits) if part)
+
+
 def timeline_text(rows: Sequence[Row], cell: int = 6) -> str:
     """The timeline as text: one line per call, a ``[####]`` block in each logical step it occupies."""
     if not rows:
@@ -41,61 +59,84 @@ def timeline_text(rows: Sequence[Row], cell: int = 6) -> str:
     for label, r in zip(labels, rows):
         blocks = "".join(("[" + "#" * (cell - 2) + "] ") if r["start"] <= s < r["end"] else " " * (cell + 1)
                          for s in range(steps))
-        notes = [_touches(r)] if _touches(r) else []
-        if r.get("waits_for"):
-            notes.append("after " + ", ".join(_waited_ids(r)))
-        lines.append((f"{label:<{label_width}}{blocks} " + "; ".join(notes)).rstrip())
+        lines.append(f"{label:<{label_width}}{blocks} {_note(r)}".rstrip())
     return "\n".join(lines)
 
 
-def timeline(rows: Sequence[Row], title: str = "plan", ax: Any = None) -> Any:
-    """Draw rows as a timeline (matplotlib): bars in logical steps, coloured by tool, arrows for waits.
+class Timeline:
+    """A drawn timeline: a notebook shows ``svg``; ``text`` (also the ``repr``) is the same in words."""
 
-    Returns the figure. Calls are listed top to bottom in the order given.
-    """
-    import matplotlib.pyplot as plt
+    def __init__(self, svg: str, text: str):
+        self.svg, self.text = svg, text
 
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(7.2, 0.4 * max(len(rows), 2) + 1.2))
-    else:
-        fig = ax.figure
-    colours = {name: f"C{i}" for i, name in enumerate(dict.fromkeys(r["name"] for r in rows))}
-    where = {r["call_id"]: (i, r) for i, r in enumerate(rows)}
-    labelled: set[str] = set()
+    def _repr_svg_(self) -> str:
+        return self.svg
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _wait_arrow(x1: float, y1: float, x2: float, y2: float, **data: object) -> str:
+    """A line from (x1, y1) to (x2, y2) with a small head at its end."""
+    length = max(((x2 - x1) ** 2 + (y2 - y1) ** 2) ** 0.5, 1e-9)
+    ux, uy = (x2 - x1) / length, (y2 - y1) / length
+    left = (x2 - 7 * ux + 3.5 * uy, y2 - 7 * uy - 3.5 * ux)
+    right = (x2 - 7 * ux - 3.5 * uy, y2 - 7 * uy + 3.5 * ux)
+    head = " ".join(f"{x:.1f},{y:.1f}" for x, y in ((x2, y2), left, right))
+    return (svg_line(x1, y1, x2, y2, MUTED, 1.2, **data)
+            + f"<polygon points='{head}' fill='{MUTED}'/>")
+
+
+def _section(rows: Sequence[Row], title: str, top: float, steps: int) -> tuple[list[str], float]:
+    """The SVG pieces of one timeline starting at height ``top``; returns (pieces, height used)."""
+    parts = [svg_text(10, top + 16, title, 13, INK, weight="bold")]
+    grid_top = top + HEAD_H
+    body = ROW_H * max(len(rows), 1)
+    for s in range(steps + 1):
+        x = LABEL_W + s * STEP_W
+        parts.append(svg_line(x, grid_top, x, grid_top + body + 4, FAINT, 1, "3 3"))
+        if s < steps:
+            parts.append(svg_text(x + STEP_W / 2, grid_top + body + 18, f"step {s}", 11, MUTED, "middle"))
+    where = {r["call_id"]: i for i, r in enumerate(rows)}
     for i, r in enumerate(rows):
-        ax.barh(i, r["end"] - r["start"], left=r["start"], height=0.55, color=colours[r["name"]], alpha=0.8,
-                edgecolor="black", linewidth=0.6, label=None if r["name"] in labelled else r["name"])
-        labelled.add(r["name"])   # one legend entry per tool
-        note = _touches(r)
+        y = grid_top + i * ROW_H
+        fill, stroke = TOOL_COLOURS.get(r["name"], ("white", GREY))
+        parts.append(svg_text(10, y + 19, f"{r['call_id']} {r['name']}", 12, INK, mono=True))
+        parts.append(svg_rect(LABEL_W + r["start"] * STEP_W + 4, y + 5, (r["end"] - r["start"]) * STEP_W - 8,
+                              ROW_H - 10, fill, stroke, rx=4, data_call=r["call_id"], data_start=r["start"],
+                              data_end=r["end"]))
+        note = _note(r)
         if note:
-            ax.text(r["end"] + 0.05, i, note, va="center", fontsize=8)
+            parts.append(svg_text(LABEL_W + steps * STEP_W + 10, y + 19, note, 11, MUTED))
         for waited in _waited_ids(r):
             if waited in where:
-                j, before = where[waited]
-                ax.annotate("", xy=(r["start"] + 0.12, i - 0.2), xytext=(before["end"] - 0.12, j + 0.2),
-                            arrowprops={"arrowstyle": "->", "color": "0.25", "lw": 0.9})
-    steps = max((int(r["end"]) for r in rows), default=1)
-    ax.set_yticks(range(len(rows)), [f"{r['call_id']} {r['name']}" for r in rows])
-    ax.invert_yaxis()
-    ax.set_xticks(range(steps + 1))
-    ax.set_xlim(0, steps + 2.2)
-    ax.set_xlabel("logical step (every call takes one)")
-    ax.set_title(title)
-    ax.grid(axis="x", linestyle=":", alpha=0.6)
-    ax.legend(loc="upper right", fontsize=8)
-    fig.tight_layout()
-    return fig
+                j, before = where[waited], rows[where[waited]]
+                parts.append(_wait_arrow(LABEL_W + before["end"] * STEP_W - 6, grid_top + j * ROW_H + ROW_H / 2,
+                                    LABEL_W + r["start"] * STEP_W + 5, y + ROW_H / 2,
+                                    data_wait=f"{waited}->{r['call_id']}"))
+    return parts, HEAD_H + body + 28
 
 
-def timelines(panels: Mapping[str, Sequence[Row]]) -> Any:
-    """Several timelines stacked, sharing the step axis (e.g. the plan, a measured run, a one-at-a-time run)."""
-    import matplotlib.pyplot as plt
+def timelines(panels: Mapping[str, Sequence[Row]]) -> Timeline:
+    """Several timelines stacked on one step axis (e.g. the plan, a measured run, a one-at-a-time run)."""
+    steps = max((int(r["end"]) for rows in panels.values() for r in rows), default=1)
+    notes = max((len(_note(r)) for rows in panels.values() for r in rows), default=0)
+    width = LABEL_W + steps * STEP_W + 20 + 6.2 * notes
+    parts, top = [], 8.0
+    for title, rows in panels.items():
+        section, used = _section(rows, title, top, steps)
+        parts += section
+        top += used + 8
+    parts.insert(0, svg_rect(0, 0, width, top, PAPER, rx=8))
+    label = "; ".join(f"{title}: {max((int(r['end']) for r in rows), default=0)} logical steps"
+                      for title, rows in panels.items())
+    text = "\n\n".join(f"{title}\n{timeline_text(rows)}" for title, rows in panels.items())
+    return Timeline(svg_figure(width, top, parts, label), text)
 
-    heights = [max(len(rows), 2) for rows in panels.values()]
-    fig, axes = plt.subplots(len(panels), 1, sharex=True, figsize=(7.2, 0.32 * sum(heights) + 1.1 * len(panels)),
-                             gridspec_kw={"height_ratios": heights}, squeeze=False)
-    for n, (ax, (title, rows)) in enumerate(zip(axes[:, 0], panels.items())):
-        timeline(rows, title, ax)
-        if n < len(panels) - 1:
-            ax.set_xlabel("")
-    return fig
+
+def timeline(rows: Sequence[Row], title: str = "plan") -> Timeline:
+    """One timeline: bars in logical steps, coloured by tool, an arrow from each call to the calls waiting for it."""
+    return timelines({title: rows})
+
+
+__all__ = ["TOOL_COLOURS", "Timeline", "timeline", "timeline_text", "timelines"]

@@ -39,18 +39,23 @@ def moment_text(name: str, moment: Moment, descriptions: list[str], window: int 
     if moment.previews:
         lines.append("preview (progress only, not a call):")
         lines += [f"  {p.line()}" for p in moment.previews]
-    if moment.executable or moment.refusals:
-        signal = f" ({moment.stop_reason!r})" if moment.stop_reason else ""
-        if moment.executable:
-            lines.append(f"completion event{signal}: {len(moment.calls)} complete call"
-                         f"{'s' if len(moment.calls) > 1 else ''}, ready for validation and execution")
-            lines += [f"  {call.summary()}" for call in moment.calls]
-        if moment.refusals:
-            lines.append(f"refused, never executed{signal}:")
-            lines += [f"  {refusal.line()}" for refusal in moment.refusals]
-    else:
-        lines.append(WAITING)
-    return "\n".join(lines)
+    return "\n".join(lines + verdict_lines(moment))
+
+
+def verdict_lines(moment: Moment) -> list[str]:
+    """The panel's last word at one moment: what may run now (the complete calls), what was refused, or nothing."""
+    if not (moment.executable or moment.refusals):
+        return [WAITING]
+    lines = []
+    signal = f" ({moment.stop_reason!r})" if moment.stop_reason else ""
+    if moment.executable:
+        lines.append(f"completion event{signal}: {len(moment.calls)} complete call"
+                     f"{'s' if len(moment.calls) > 1 else ''}, ready for validation and execution")
+        lines += [f"  {call.summary()}" for call in moment.calls]
+    if moment.refusals:
+        lines.append(f"refused, never executed{signal}:")
+        lines += [f"  {refusal.line()}" for refusal in moment.refusals]
+    return lines
 
 
 def stream_svg(moments: list[Moment], position: int) -> str:
@@ -141,6 +146,10 @@ class StreamPanel:
 
     def text(self) -> str:
         return self._text
+
+    def verdict(self) -> str:
+        """Only the last lines of ``text()``: what may run at this position, or that nothing may yet."""
+        return "\n".join(verdict_lines(self.moment))
 
     def _update(self, _change: object = None) -> None:
         self._text = moment_text(self.name, self.moment, self.descriptions, self.window)

@@ -15,7 +15,6 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "scheduler": ("canonical", "conflict", "Contracts", "Footprint", "Plan", "PlannedCall", "resources", "schedule",
                   "usable_id"),
     "sse": ("SSEDecoder", "SSEEvent", "StreamBroken"),
-    "step_recorder": ("StepRecorder",),
     "stream_guards": ("answered_once", "assemble_field", "capped_errors", "field_too_long", "over_cap", "shared_id",
                       "shown_value"),
     "stream_replay": ("describe_chunk", "Moment", "replay", "split_events"),

@@ -1,4 +1,4 @@
-"""Chapter 08: concurrency measured in logical steps, not seconds: which calls had finished when each one started.
+"""Chapter 08: a measuring harness: which calls had finished when each one started, in logical steps, no clock.
 
 ``StepRecorder`` wraps an executor and notes, when each call starts, which
 calls have already finished. A call's measured step is 0 if nothing had
