@@ -13,9 +13,9 @@ import os
 import re
 import tempfile
 import tomllib
+from collections import Counter
 from pathlib import Path
 
-import matplotlib
 import nbformat
 import pytest
 
@@ -26,14 +26,13 @@ from toolkit.core import NEXT_STEP
 from toolkit.effects import call_stages
 from toolkit.present import transaction_diagram as td
 from toolkit.present.read_file_panel import ReadFilePanel
+from toolkit.present.svg import AMBER, RED
 from toolkit.worlds import FILES, HOSTILE, REQUESTS, SECRETS, attempt, demo_workspace
 from toolkit.files import files_opened, recording_opens
 from toolkit.effects import TRANSITIONS, RecordState
 from toolkit.core import compile_schema, schema_errors
 from toolkit.wire import Assembler, Preview
 from toolkit.wire import Refusal
-
-matplotlib.use("Agg")
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "01_a_request_is_not_an_action.ipynb"
@@ -238,17 +237,23 @@ def test_every_move_in_the_diagram_is_a_real_transition():
 
 
 def test_every_arrow_in_the_picture_is_a_real_transition():
-    import matplotlib.pyplot as plt
-
-    fig = td.draw()
-    try:
-        arrows = td.drawn_moves(fig)
-        assert {(RecordState(a), RecordState(b)) for a, b in arrows} == set(call_stages.moves())
-        assert all(RecordState(b) in TRANSITIONS[RecordState(a)] for a, b in arrows)
-        labels = {t.get_text() for t in fig.axes[0].texts}
-        assert {s.name for s in call_stages.STAGES} <= labels and {b.label for b in call_stages.BRANCHES} <= labels
-    finally:
-        plt.close(fig)
+    svg = td.draw()
+    arrows = [(RecordState(a), RecordState(b)) for a, b in td.drawn_moves(svg)]
+    # one arrow per main-line move and one per branch, no more: requested->rejected is drawn twice, once per branch
+    expected = call_stages.main_moves() + [(b.source, b.target) for b in call_stages.BRANCHES]
+    assert Counter(arrows) == Counter(expected)
+    assert set(arrows) == set(call_stages.moves()) and all(b in TRANSITIONS[a] for a, b in arrows)
+    assert svg.count("data-move=") == len(expected) and f"data-moves='{len(call_stages.moves())}'" in svg
+    stage_boxes = re.findall(r"<rect [^>]*data-stage='([^']*)'", svg)
+    assert [html.unescape(s) for s in stage_boxes] == [s.name for s in call_stages.STAGES]
+    branch_boxes = re.findall(r"<rect [^>]*data-branch='([^']*)'", svg)
+    assert branch_boxes == [b.label for b in call_stages.BRANCHES]
+    for b in call_stages.BRANCHES:                # label, advice (first words) and colour come from the code
+        assert f">{html.escape(b.label)}</text>" in svg and html.escape(b.advice.split()[0]) in svg
+        box = re.search(rf"<rect [^>]*stroke='([^']*)'[^>]*data-branch='{re.escape(b.label)}'", svg).group(1)
+        assert box == (RED if b.target is RecordState.REJECTED else AMBER)
+    assert svg.count("stroke-dasharray=") == 1 and "the transaction boundary of one complete call" in svg
+    assert td.drawn_moves("<svg></svg>") == []
 
 
 def test_the_book_branches_and_their_advice_come_from_the_code():

@@ -1,8 +1,8 @@
 """Chapter 4, choosing among the legal calls: the chapter's facts recomputed by the toolkit and found in the stored notebook."""
 import dataclasses
+import re
 from pathlib import Path
 
-import matplotlib
 import nbformat
 import pytest
 
@@ -16,8 +16,6 @@ from toolkit.core import SAFEGUARDS, WHEN_TO_USE, TaskProperties, lean_path, req
 from toolkit.core import flip_point
 from toolkit.core import pick_tool
 from toolkit.wire import tools_for
-
-matplotlib.use("Agg")
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "04_choosing_among_legal_calls.ipynb"
@@ -138,20 +136,51 @@ def test_the_panel_and_the_flip_point(options):
         assert printed[printed.index(text[0]):][:len(text)] == text
 
 
-def test_the_flip_plot_draws_legal_options_and_marks_the_flip(options):
-    from toolkit.present.plots import choice_flip
+def _marks(drawing: str, attribute: str) -> list[dict[str, str]]:
+    """Every element of a drawing that carries ``data-<attribute>``, as ``{attribute name: value}``."""
+    tags = re.findall(rf"<\w+ [^>]*data-{attribute}='[^>]*>", drawing)
+    return [dict(re.findall(r" ([\w-]+)='([^']*)'", tag)) for tag in tags]
 
-    read, _, edit = options
+
+def test_the_flip_plot_draws_legal_options_and_marks_the_flip(options):
+    from toolkit.present.plots import choice_flip, choice_flip_svg, choice_flip_text
+
+    read, read_contract, edit = options
     shortcut = tk.Option("shell: sed -i", 14, 1, 2, legal=0)
-    fig = choice_flip([shortcut, read, edit], lam_c=1.0, max_lam_r=2.0)
-    ax = fig.axes[0]
-    solid = [line for line in ax.get_lines() if line.get_linestyle() == "-"]
-    dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
-    assert [line.get_label() for line in solid] == ["read the script", "eager edit"]   # the illegal one is not drawn
-    assert [list(line.get_xdata()) for line in dashed] == [[pytest.approx(0.4)] * 2]
-    assert solid[0].get_ydata()[-1] == pytest.approx(read.score(1, 2.0))
-    import matplotlib.pyplot as plt
-    plt.close(fig)
+    drawing = choice_flip_svg([shortcut, read, edit], lam_c=1.0, max_lam_r=2.0)
+    lines = _marks(drawing, "option")
+    assert [m["data-option"] for m in lines] == ["read the script", "eager edit"]   # the illegal one is not drawn
+    assert len({m["stroke"] for m in lines}) == 2                                   # one colour per option
+    for mark, option in zip(lines, (read, edit)):
+        assert float(mark["data-score-from"]) == option.score(1, 0) and float(mark["data-score-to"]) == option.score(1, 2)
+    flips = _marks(drawing, "flip")
+    assert [float(m["data-flip"]) for m in flips] == [flip_point(edit, read)] == [pytest.approx(0.4)]
+    assert (flips[0]["data-before"], flips[0]["data-after"], flips[0]["stroke-dasharray"]) == ("eager edit",
+                                                                                          "read the script", "5 4")
+    assert "λr = 0.4</text>" in drawing
+    bands = [(m["data-chosen"], float(m["data-from"]), float(m["data-to"])) for m in _marks(drawing, "chosen")]
+    assert bands == [("eager edit", 0.0, flip_point(edit, read)), ("read the script", flip_point(edit, read), 2.0)]
+    for name, lo, hi in bands:           # each band's option is what the policy picks anywhere inside it
+        assert all(tk.choose([shortcut, read, edit], 1.0, lo + (hi - lo) * t).best.name == name for t in (0.01, 0.5, 0.99))
+    text = choice_flip_text([shortcut, read, edit], lam_c=1.0, max_lam_r=2.0)
+    assert "shell: sed -i    illegal: no line, never chosen" in text
+    assert "flip at λr = 0.4: eager edit gives way to read the script" in text
+    # three options, two flips: the middle one holds a band of its own, each flip at its exact tie
+    middle = tk.Option("middle", 9, 1, 3)
+    drawing = choice_flip_svg([read, edit, middle], 1.0, 3.0)
+    assert [m["data-chosen"] for m in _marks(drawing, "chosen")] == ["eager edit", "middle", "read the script"]
+    assert [float(m["data-flip"]) for m in _marks(drawing, "flip")] == [flip_point(edit, middle),
+                                                                        flip_point(middle, read)]
+    assert _marks(choice_flip_svg([read_contract, read], 1.0, 2.0), "flip") == []      # read_contract wins throughout
+    with pytest.raises(ValueError, match="max_lam_r"):
+        choice_flip([read, edit], max_lam_r=0)
+    # the notebook shows the same drawing, its text form beside it, and loads no plotting library for it
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and "choice_flip" in c.source)
+    assert "matplotlib" not in cell.source
+    shown = "".join(o.data["text/html"] for o in cell.outputs if "text/html" in o.get("data", {}))
+    assert shown == choice_flip([read, edit], lam_c=1.0, max_lam_r=2.0)
+    assert "flip at λr = 0.4: eager edit gives way to read the script" in shown
 
 
 # ------------------------------------------------------------ 4.5 safeguards

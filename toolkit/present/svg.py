@@ -49,6 +49,18 @@ def svg_line(x1: float, y1: float, x2: float, y2: float, stroke: str = FAINT, wi
             f"stroke-width='{width}'{dashed}{_attrs(data)}/>")
 
 
+def svg_arrow(x1: float, y1: float, x2: float, y2: float, stroke: str = MUTED, width: float = 1.2,
+              head: float = 7, **data: object) -> str:
+    """A line from (x1, y1) to (x2, y2) with a filled head at its end, as one ``<g>`` carrying ``data``."""
+    length = max(((x2 - x1) ** 2 + (y2 - y1) ** 2) ** 0.5, 1e-9)
+    ux, uy = (x2 - x1) / length, (y2 - y1) / length
+    base_x, base_y = x2 - head * ux, y2 - head * uy
+    tip = ((x2, y2), (base_x + head / 2 * uy, base_y - head / 2 * ux), (base_x - head / 2 * uy, base_y + head / 2 * ux))
+    points = " ".join(f"{x:.1f},{y:.1f}" for x, y in tip)
+    return (f"<g{_attrs(data)}>{svg_line(x1, y1, base_x, base_y, stroke, width)}"
+            f"<polygon points='{points}' fill='{stroke}'/></g>")
+
+
 def svg_text(x: float, y: float, text: object, size: float = 13, fill: str = INK, anchor: str = "start",
              weight: str = "normal", mono: bool = False, **data: object) -> str:
     family = " font-family='monospace'" if mono else ""
@@ -85,5 +97,5 @@ def drawn_html(drawing: str, text: str) -> str:
 
 
 __all__ = ["AMBER", "BLUE", "FAINT", "GREEN", "GREY", "INK", "LIGHT_AMBER", "LIGHT_BLUE", "LIGHT_GREEN",
-           "LIGHT_RED", "MUTED", "PAPER", "RED", "drawn_html", "svg_circle", "svg_figure", "svg_line", "svg_lines",
-           "svg_rect", "svg_text"]
+           "LIGHT_RED", "MUTED", "PAPER", "RED", "drawn_html", "svg_arrow", "svg_circle", "svg_figure", "svg_line",
+           "svg_lines", "svg_rect", "svg_text"]

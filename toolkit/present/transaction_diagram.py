@@ -7,17 +7,21 @@ record. ``moves()`` checks every move against ``records.TRANSITIONS`` before
 anything is drawn or printed; this module only draws and prints.
 
 ``text()`` is the diagram as plain text (what a notebook's stored output and
-nbval compare); ``draw()`` is the matplotlib figure. Every arrow ``draw()``
-makes for a record move carries ``gid="move:<source>-><target>"``, so a test
-can read the moves back out of the picture itself.
+nbval compare); ``draw()`` is the same diagram as inline SVG. Every arrow
+``draw()`` makes for a record move carries ``data-move='<source>-><target>'``,
+so ``drawn_moves`` (and a test) can read the moves back out of the drawing.
 """
 from __future__ import annotations
 
+import html
+import re
 import textwrap
 
 # Branch, Stage and status_of are not used here; they stay importable as ``transaction_diagram.X`` for chapter 01.
 from toolkit.effects import (BRANCHES, STAGES, Branch, RecordState, Stage, main_moves, moves, not_drawn,
                              status_of)
+from toolkit.present.svg import (AMBER, BLUE, GREY, INK, MUTED, PAPER, RED, svg_arrow, svg_figure, svg_lines, svg_rect,
+                                 svg_text)
 
 S = RecordState
 
@@ -48,90 +52,73 @@ def text(width: int = 110) -> str:
 
 
 # ------------------------------------------------------------------ the picture
-_MAIN_Y, _BRANCH_Y = 3.0, 1.45
-_BOX_W, _BRANCH_W, _BOX_H, _STEP = 1.3, 1.42, 0.62, 1.74
-_GREY, _RED, _AMBER, _BLUE = "#57606a", "#cf222e", "#9a6700", "#0969da"
+_STEP, _BOX_W, _BOX_H, _LEFT = 168, 122, 46, 100       # main line: pitch, box size, first box's centre
+_MAIN_Y, _BRANCH_Y, _SIDEWAYS = 96, 236, 270          # box centres; a branch off a branch sits this far right
+_BRANCH_W, _CHAR_W, _TITLE_W = 120, 5.6, 8.6           # narrowest branch box; one character at 10 px, at 13 px bold
 
 
-def _box(ax, x: float, y: float, title: str, sub: str, colour: str, width: float = _BOX_W,
-         sub_size: float = 7.5) -> None:
-    from matplotlib.patches import FancyBboxPatch
-
-    ax.add_patch(FancyBboxPatch((x - width / 2, y - _BOX_H / 2), width, _BOX_H, boxstyle="round,pad=0.04",
-                                linewidth=1.4, edgecolor=colour, facecolor="white", zorder=2))
-    ax.text(x, y + 0.09, title, ha="center", va="center", fontsize=9.5, weight="bold", zorder=3)
-    if sub:
-        ax.text(x, y - 0.16, sub, ha="center", va="center", fontsize=sub_size, color=_GREY, zorder=3)
+def _box(x: float, y: float, title: str, sub: str, colour: str, width: float = _BOX_W, **data: object) -> list[str]:
+    return [svg_rect(x - width / 2, y - _BOX_H / 2, width, _BOX_H, "white", colour, rx=6, **data),
+            svg_text(x, y - 3, title, 13, INK, "middle", "bold"),
+            svg_text(x, y + 14, sub, 10, MUTED, "middle")]
 
 
-def _arrow(ax, start: tuple[float, float], end: tuple[float, float], colour: str, gid: str,
-           label: str = "") -> None:
-    from matplotlib.patches import FancyArrowPatch
+def draw() -> str:
+    """The diagram as inline SVG (``display(HTML(draw()))`` shows it in a notebook).
 
-    arrow = FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=11, linewidth=1.3, color=colour,
-                            zorder=1, shrinkA=0, shrinkB=0)
-    arrow.set_gid(gid)
-    ax.add_patch(arrow)
-    if label:
-        ax.text((start[0] + end[0]) / 2 + 0.06, (start[1] + end[1]) / 2, label, fontsize=8, color=colour,
-                ha="left", va="center", style="italic", zorder=3)
-
-
-def draw(ax=None):
-    """Draw the diagram with matplotlib and return the figure (``plt.show()`` displays it)."""
-    import matplotlib.pyplot as plt
-
+    Each record-move arrow is a ``<g data-move='<source>-><target>'>``; an arrow along the main line that moves no
+    record carries ``data-stage`` instead; stage boxes carry ``data-stage``, branch boxes ``data-branch``.
+    """
     drawn = moves()   # refuses to draw a move the record does not allow
-    if ax is None:
-        _, ax = plt.subplots(figsize=(13.8, 4.6))
-    x_of = {stage.name: i * _STEP for i, stage in enumerate(STAGES)}
+    x_of = {stage.name: _LEFT + i * _STEP for i, stage in enumerate(STAGES)}
     main = set(main_moves())
+    left, right = x_of[STAGES[0].name] - _BOX_W / 2 - 24, x_of[STAGES[-1].name] + _BOX_W / 2 + 24
+    top, bottom = 40, _BRANCH_Y + _BOX_H / 2 + 92
+    width, height = right + 16, bottom + 12
+    parts = [svg_rect(0, 0, width, height, PAPER, rx=8),
+             svg_text(16, 24, f"A call is a small transaction: {len(drawn)} record moves, each one in "
+                              "records.TRANSITIONS", 14, INK, weight="bold"),
+             svg_rect(left, top, right - left, bottom - top, "none", MUTED, rx=2, dash="6 4"),
+             svg_text((left + right) / 2, top + 18, "the transaction boundary of one complete call", 11, MUTED,
+                      "middle"),
+             svg_text(left + 10, bottom - 10, "every branch still writes a result back under the call id", 11,
+                      MUTED)]
     for i, stage in enumerate(STAGES):
-        _box(ax, x_of[stage.name], _MAIN_Y, stage.name, stage.state.value if stage.state else "no record yet",
-             _BLUE if stage.state else _GREY)
+        parts += _box(x_of[stage.name], _MAIN_Y, stage.name, stage.state.value if stage.state else "no record yet",
+                      BLUE if stage.state else GREY, data_stage=stage.name)
         if i:
             before = STAGES[i - 1]
-            gid = (f"move:{before.state.value}->{stage.state.value}" if (before.state, stage.state) in main
-                   else f"stage:{before.name}->{stage.name}")       # no record move: grey
-            _arrow(ax, (x_of[before.name] + _BOX_W / 2, _MAIN_Y), (x_of[stage.name] - _BOX_W / 2, _MAIN_Y),
-                   _BLUE if gid.startswith("move:") else _GREY, gid)
+            ends = (x_of[before.name] + _BOX_W / 2, _MAIN_Y, x_of[stage.name] - _BOX_W / 2, _MAIN_Y)
+            if (before.state, stage.state) in main:
+                parts.append(svg_arrow(*ends, BLUE, 1.5, data_move=f"{before.state.value}->{stage.state.value}"))
+            else:                                  # no record move: a grey step
+                parts.append(svg_arrow(*ends, GREY, 1.5, data_stage=f"{before.name}->{stage.name}"))
     for branch in BRANCHES:
-        colour = _RED if branch.target is S.REJECTED else _AMBER
-        gid = f"move:{branch.source.value}->{branch.target.value}"
-        if branch.stage in x_of:                 # down from a main-line stage
+        colour = RED if branch.target is S.REJECTED else AMBER
+        move = f"{branch.source.value}->{branch.target.value}"
+        if branch.stage in x_of:                   # down from a main-line stage, labelled beside the arrow
             x = x_of[branch.stage]
-            _arrow(ax, (x, _MAIN_Y - _BOX_H / 2), (x, _BRANCH_Y + _BOX_H / 2), colour, gid, branch.label)
-        else:                                    # sideways from another branch (timeout -> awaiting_human)
+            parts += [svg_arrow(x, _MAIN_Y + _BOX_H / 2, x, _BRANCH_Y - _BOX_H / 2, colour, 1.5, data_move=move),
+                      svg_text(x + 6, (_MAIN_Y + _BRANCH_Y) / 2 + 4, branch.label, 11, colour)]
+        else:                                      # sideways from another branch (timeout -> awaiting_human)
             parent = _branch_x(branch.stage, x_of)
-            x = parent + 2.6
+            x = parent + _SIDEWAYS
             start, end = parent + _width(branch.stage) / 2, x - _width(branch.target.value) / 2
-            _arrow(ax, (start, _BRANCH_Y), (end, _BRANCH_Y), colour, gid)
-            ax.text((start + end) / 2, _BRANCH_Y + 0.1, branch.label, fontsize=8, color=colour, ha="center",
-                    va="bottom", style="italic")
-        _box(ax, x, _BRANCH_Y, branch.target.value, branch.then, colour, width=_width(branch.target.value),
-             sub_size=6.8)
-        note = "\n".join(textwrap.wrap(branch.advice, 27))
-        ax.text(x, _BRANCH_Y - _BOX_H / 2 - 0.1, note, fontsize=7, color=_GREY, ha="center", va="top")
-    left, right = x_of[STAGES[0].name] - 0.9, x_of[STAGES[-1].name] + 0.9
-    bottom = _BRANCH_Y - 1.55
-    ax.add_patch(_frame(left, bottom, right - left, _MAIN_Y + 0.75 - bottom))
-    ax.text((left + right) / 2, _MAIN_Y + 0.55, "the transaction boundary of one complete call", ha="center",
-            fontsize=8.5, color=_GREY)
-    ax.text(left + 0.15, bottom + 0.15, "every branch still writes a result back under the call id",
-            fontsize=8, color=_GREY, ha="left", va="bottom", style="italic")
-    ax.set_xlim(left - 0.1, right + 0.1)
-    ax.set_ylim(bottom - 0.1, _MAIN_Y + 0.9)
-    ax.set_axis_off()
-    ax.set_title(f"A call is a small transaction: {len(drawn)} record moves, each one in records.TRANSITIONS",
-                 fontsize=11)
-    ax.figure.tight_layout()
-    return ax.figure
+            parts += [svg_arrow(start, _BRANCH_Y, end, _BRANCH_Y, colour, 1.5, data_move=move),
+                      svg_text((start + end) / 2, _BRANCH_Y - 6, branch.label, 11, colour, "middle")]
+        parts += _box(x, _BRANCH_Y, branch.target.value, branch.then, colour, _width(branch.target.value),
+                      data_branch=branch.label)
+        note, _ = svg_lines(x, _BRANCH_Y + _BOX_H / 2 + 15, branch.advice, 24, 10, MUTED, anchor="middle", most=5)
+        parts.append(note)
+    label = (f"one call's stages, {' -> '.join(s.name for s in STAGES)}, and its side branches; record moves drawn: "
+             + ", ".join(f"{a.value}->{b.value}" for a, b in drawn))
+    return svg_figure(width, height, parts, label, data_moves=len(drawn))
 
 
 def _width(target: str) -> float:
     """A branch box wide enough for its caption."""
     then = max((b.then for b in BRANCHES if b.target.value == target), key=len, default="")
-    return max(_BRANCH_W, 0.054 * len(then) + 0.12)
+    return max(_BRANCH_W, _CHAR_W * len(then) + 16, _TITLE_W * len(target) + 16)
 
 
 def _branch_x(stage: str, x_of: dict[str, float]) -> float:
@@ -140,23 +127,15 @@ def _branch_x(stage: str, x_of: dict[str, float]) -> float:
     return x_of[parent.stage]
 
 
-def _frame(x: float, y: float, w: float, h: float):
-    from matplotlib.patches import Rectangle
-
-    return Rectangle((x, y), w, h, fill=False, linestyle="--", linewidth=1.0, edgecolor=_GREY, zorder=0)
+_MOVE = re.compile(r"data-move='([^']*)'")
 
 
-def drawn_moves(fig) -> list[tuple[str, str]]:
-    """The record moves a drawn figure actually shows, read from its arrows' ``gid``s."""
-    from matplotlib.patches import FancyArrowPatch
-
+def drawn_moves(svg: str) -> list[tuple[str, str]]:
+    """The record moves a drawing actually shows, read from its arrows' ``data-move`` attributes, in order."""
     found = []
-    for ax in fig.axes:
-        for patch in ax.patches:
-            gid = patch.get_gid() or ""
-            if isinstance(patch, FancyArrowPatch) and gid.startswith("move:"):
-                source, target = gid.removeprefix("move:").split("->")
-                found.append((source, target))
+    for value in _MOVE.findall(svg):
+        source, target = html.unescape(value).split("->")
+        found.append((source, target))
     return found
 
 
