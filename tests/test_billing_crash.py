@@ -207,6 +207,31 @@ def test_command_line_service_binds_loopback(tmp_path):
         process.stdout.close()
 
 
+
+def test_a_stopped_command_does_not_wait_for_a_client_that_says_nothing(tmp_path):
+    """SIGTERM stops the command even while an idle client holds a request thread (a hub stops its services so)."""
+    import signal
+
+    from toolkit.worlds.billing_http import IDLE_TIMEOUT, STOP_GRACE
+
+    assert STOP_GRACE < IDLE_TIMEOUT
+    process = subprocess.Popen([sys.executable, "-m", "toolkit.worlds.billing_http", "serve", "--db",
+                                str(tmp_path / "b.db"), "--port", "0"], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(process.stdout.readline().strip().rsplit(":", 1)[1])
+        idle = socket.create_connection(("127.0.0.1", port), timeout=5)   # connects, then sends nothing
+        client = BillingClient(port)
+        client.invoices()                       # the service answers others meanwhile
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(STOP_GRACE + 3)     # not the idle client's IDLE_TIMEOUT
+        idle.close()
+        assert code in (0, -signal.SIGALRM), code
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(5)
+        process.stdout.close()
+
 # --------------------------------------------------------------------------- under load and under attack
 
 def idle_sockets(port, n):

@@ -255,7 +255,15 @@ def start(path: str | Path, *, honour_keys: bool = False, notify: Callable[[str]
     return BillingProcess(process, port)
 
 
+STOP_GRACE = 2   # seconds a stopped command may take to close its socket and finish its requests
+
+
 def _interrupt(signum: int, frame: Any) -> None:
+    """Stop serving; if closing takes longer than ``STOP_GRACE``, SIGALRM's default action ends the process
+    (every invoice was committed in its own transaction, so nothing recorded is lost)."""
+    if hasattr(signal, "alarm"):
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(STOP_GRACE)
     raise KeyboardInterrupt
 
 
