@@ -49,8 +49,8 @@ def _port(name, default):
 def _kept_secret(path, size=32):
     """A secret generated once and kept in the state folder (readable by this user only)."""
     if not path.exists():
-        path.write_text(secrets.token_hex(size))
-        path.chmod(0o600)
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as file:
+            file.write(secrets.token_hex(size))    # created readable by this user only, never wider
     return path.read_text().strip()
 
 

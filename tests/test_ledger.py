@@ -1,5 +1,6 @@
 """The ledger rule, in memory and on disk: replay, conflict, in progress, pending, crash-safe reopen."""
 import datetime
+import json
 import sqlite3
 
 import pytest
@@ -482,3 +483,14 @@ def test_json_text_and_a_dict_are_one_call_to_the_ledger(make, books, tmp_path):
     assert first.status is LedgerStatus.RAN and again.status is respaced.status is LedgerStatus.REPLAYED
     other = ledger.call("invoice-431", books.issue, json.dumps({**ARGS, "amount": 5}), tool="create_invoice")
     assert other.status is LedgerStatus.CONFLICT
+
+
+def test_a_result_with_keys_of_mixed_types_is_recorded_not_raised(tmp_path):
+    """JSON cannot sort {1: ..., "b": ...}; the ledger still records the result and replays it."""
+    mixed = {1: "x", "b": 2}
+    assert json.loads(encode_result(mixed)) == {"1": "x", "b": 2}
+    with SqliteLedger(tmp_path / "l.db") as ledger:
+        first = ledger.call("k-mixed", lambda _: mixed, {"n": 1}, tool="t")
+        again = ledger.call("k-mixed", lambda _: pytest.fail("a replay must not run the effect"), {"n": 1}, tool="t")
+    assert first.status is LedgerStatus.RAN and again.status is LedgerStatus.REPLAYED
+    assert again.result == {"1": "x", "b": 2}

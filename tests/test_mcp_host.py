@@ -100,6 +100,19 @@ def test_approval_is_asked_for_the_destructive_tool(tickets):
     assert McpHost(server).call("close_ticket", {"ticket_id": "T-9"}).errors[0].code == "approval_required"
 
 
+
+def test_an_approval_covers_one_call_and_is_not_kept_for_the_next(tickets):
+    """A person said yes to one call; a later call that reuses its id is asked about again, not let through."""
+    server, folder = tickets
+    answers = iter([True, False])
+    host = McpHost(server, Trust(repeatable=frozenset({"close_ticket"})), approve=lambda call, contract: next(answers))
+    first = host.call("close_ticket", {"ticket_id": "T-9"}, call_id="c1")
+    assert first.ok and len(host.asked) == 1
+    assert "c1" not in host.host.caller.approved, "the approval was written onto the host's caller"
+    again = host.call("close_ticket", {"ticket_id": "T-10"}, call_id="c1")
+    assert len(host.asked) == 2 and again.errors[0].code == "approval_required"
+    assert host.sent == ["close_ticket"]
+
 def test_a_listed_risky_tool_asks_even_when_the_server_says_read_only(tickets):
     server, _ = tickets
     host = McpHost(server, Trust(risky=frozenset({"list_tickets"})), approve=lambda call, contract: False)

@@ -8,8 +8,8 @@ description swollen with background dilutes the match. The schema constrains
 the *arguments*; it does not tell the model what a tool is for.
 
 ``pick_tool`` is a deterministic stand-in for that reading: each declared tool
-scores the task words its declaration contains, divided by the square root of
-how many words the declaration uses (so padding costs), and a tool that shares
+scores the task words its declaration contains, divided by how many words the
+declaration uses (so padding costs), and a tool that shares
 no word with the task is no match at all.
 """
 from __future__ import annotations

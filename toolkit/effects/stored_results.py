@@ -22,8 +22,14 @@ def encode_result(value: Any, strict: bool = False) -> str:
         data["status"] = value.status.value
         data["failure_class"] = value.failure_class.value if value.failure_class else None
         value = {"__tool_result__": data}
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=not strict,
-                      default=None if strict else str)
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=not strict,
+                          default=None if strict else str)
+    except TypeError:
+        if strict:
+            raise
+        # keys of mixed types ({1: "x", "b": 2}) cannot be sorted: stored as they come
+        return json.dumps(value, separators=(",", ":"), default=str)
 
 
 def decode_result(text: str | None) -> Any:

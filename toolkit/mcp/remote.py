@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from toolkit.core import (Caller, CallIds, Contract, FailureClass, Host, Status, Tool, ToolCall, ToolError,
-                          ToolFailure, ToolResult, invoke_with_ledger, request, shorten)
+                          ToolFailure, ToolResult, check, invoke_with_ledger, request, shorten)
 from toolkit.mcp.adoption import Trust, adopt_tool
 
 #: ``approve(call, contract)``: True lets a call that needs approval run.
@@ -98,9 +98,9 @@ class McpHost:
         if not verdict.legal and contract is not None and self.approve is not None and _lacks_only_approval(verdict):
             yes = _asked(self.approve, call, contract)
             self.asked.append(f"{call.summary(contract.secret_fields)}: {'approved' if yes else 'declined'}")
-            if yes:
-                self.host.caller = self.host.caller.approving(call.call_id)
-                verdict = self.host.check(call)
+            if yes:   # the approval covers this one call: checked again with it, never kept on the host
+                verdict = check(call, contract, self.host.caller.approving(call.call_id), self.host.world,
+                                declared=self.host.tools)
         return invoke_with_ledger(self.host, call, self.ledger, verdict)
 
     def run_round(self, calls: Iterable[ToolCall]) -> list[ToolResult]:

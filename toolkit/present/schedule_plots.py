@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from toolkit.present.svg import (AMBER, BLUE, FAINT, GREY, INK, LIGHT_AMBER, LIGHT_BLUE, MUTED, PAPER, svg_figure,
-                                 svg_line, svg_rect, svg_text)
+                                 svg_arrow, svg_line, svg_rect, svg_text)
 
 Row = Mapping[str, Any]
 #: Bar colours by what a call does: (fill, outline).
@@ -76,17 +76,6 @@ class Timeline:
         return self.text
 
 
-def _wait_arrow(x1: float, y1: float, x2: float, y2: float, **data: object) -> str:
-    """A line from (x1, y1) to (x2, y2) with a small head at its end."""
-    length = max(((x2 - x1) ** 2 + (y2 - y1) ** 2) ** 0.5, 1e-9)
-    ux, uy = (x2 - x1) / length, (y2 - y1) / length
-    left = (x2 - 7 * ux + 3.5 * uy, y2 - 7 * uy - 3.5 * ux)
-    right = (x2 - 7 * ux - 3.5 * uy, y2 - 7 * uy + 3.5 * ux)
-    head = " ".join(f"{x:.1f},{y:.1f}" for x, y in ((x2, y2), left, right))
-    return (svg_line(x1, y1, x2, y2, MUTED, 1.2, **data)
-            + f"<polygon points='{head}' fill='{MUTED}'/>")
-
-
 def _section(rows: Sequence[Row], title: str, top: float, steps: int) -> tuple[list[str], float]:
     """The SVG pieces of one timeline starting at height ``top``; returns (pieces, height used)."""
     parts = [svg_text(10, top + 16, title, 13, INK, weight="bold")]
@@ -111,9 +100,9 @@ def _section(rows: Sequence[Row], title: str, top: float, steps: int) -> tuple[l
         for waited in _waited_ids(r):
             if waited in where:
                 j, before = where[waited], rows[where[waited]]
-                parts.append(_wait_arrow(LABEL_W + before["end"] * STEP_W - 6, grid_top + j * ROW_H + ROW_H / 2,
-                                    LABEL_W + r["start"] * STEP_W + 5, y + ROW_H / 2,
-                                    data_wait=f"{waited}->{r['call_id']}"))
+                parts.append(svg_arrow(LABEL_W + before["end"] * STEP_W - 6, grid_top + j * ROW_H + ROW_H / 2,
+                                       LABEL_W + r["start"] * STEP_W + 5, y + ROW_H / 2, MUTED, 1.2,
+                                       data_wait=f"{waited}->{r['call_id']}"))
     return parts, HEAD_H + body + 28
 
 

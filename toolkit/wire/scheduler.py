@@ -38,7 +38,7 @@ import string
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
-from toolkit.core import MAX_CALL_ID_CHARS, MAX_OPEN_CALLS
+from toolkit.core import MAX_CALL_ID_CHARS, MAX_OPEN_CALLS, call_id_problem
 from toolkit.core import ToolCall
 from toolkit.core import Contract
 from toolkit.core import ToolError
@@ -214,8 +214,8 @@ def schedule(calls: Sequence[Any], contracts: Contracts) -> Plan:
 
 
 def usable_id(call_id: Any) -> bool:
-    """True when ``call_id`` can pair a result with its call: a non-empty string within ``MAX_CALL_ID_CHARS``."""
-    return isinstance(call_id, str) and 0 < len(call_id) <= MAX_CALL_ID_CHARS
+    """True when ``call_id`` can pair a result with its call (the host's own rule, ``core.hostile.call_id_problem``)."""
+    return call_id_problem(call_id) is None
 
 
 def _answer_ids(items: list[Any]) -> list[str]:

@@ -25,7 +25,6 @@ marks secret.
 from __future__ import annotations
 
 import sqlite3
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -33,6 +32,7 @@ from typing import Any, Sequence
 from toolkit.core import Caller, Contract, Host, Retry, Tool, ToolCall, request
 from toolkit.worlds.books import Books
 from toolkit.worlds.catalog import CREATE_INVOICE
+from toolkit.worlds.scratch import ScratchFolder
 
 #: Per order, the fault each attempt meets ("ok" once the script runs out).
 FAULT_SCRIPT: dict[str, tuple[str, ...]] = {
@@ -93,7 +93,7 @@ def invoice_arguments(order_id: str) -> dict[str, Any]:
     return {"order_id": order_id, "amount": 120.0, "currency": "EUR", "idempotency_key": f"invoice:{order_id}:v1"}
 
 
-class AuditScene:
+class AuditScene(ScratchFolder):
     """The billing world, its two callers, a simulated clock and a temporary folder (see the module docstring)."""
 
     def __init__(self) -> None:
@@ -101,8 +101,8 @@ class AuditScene:
                                              "order-433": {"approved": True}, "order-500": {"approved": False}},
                                      script={k: list(v) for k, v in FAULT_SCRIPT.items()})
         self.clock = SimulatedClock()
-        self._folder = tempfile.TemporaryDirectory(prefix="chapter07-")
-        self.folder = Path(self._folder.name)
+        super().__init__("chapter07-")
+        self.folder = self.base
         tool = Tool(CREATE_INVOICE, self.billing.issue)
         self._hosts = {"agent-427": Host.of([tool], Caller("agent-427", frozenset({"billing.write"})), self.billing),
                        "intern": Host.of([tool], Caller("intern"), self.billing)}
@@ -136,14 +136,6 @@ class AuditScene:
             source.close()
         return target
 
-    def close(self) -> None:
-        self._folder.cleanup()
-
-    def __enter__(self) -> AuditScene:
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
 
 
 __all__ = ["AUDITED_ORDERS", "AuditScene", "FAULT_SCRIPT", "LOOKUP_CUSTOMER", "ScriptedBooks", "SimulatedClock",

@@ -186,6 +186,7 @@ def serve(path: str | Path, *, port: int = 0, honour_keys: bool = False,
         server.serve_forever()
     finally:
         server.server_close()
+        server.billing.close()
 
 
 def serve_child(path: str, honour_keys: bool, notify: Callable[[str], None] | None, pipe: Any,

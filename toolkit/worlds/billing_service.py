@@ -219,7 +219,7 @@ class BillingService:
 
 def _is_busy(error: sqlite3.OperationalError) -> bool:
     """A lock held too long by another writer (a retry may work), as opposed to a broken database."""
-    return any(word in str(error).lower() for word in ("locked", "busy"))
+    return (getattr(error, "sqlite_errorcode", 0) & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def trace_sentence(invoice: dict[str, Any], earlier: int) -> str:

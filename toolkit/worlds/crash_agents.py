@@ -79,7 +79,7 @@ class EventLog:
             return [json.loads(line) for line in handle if line.strip()]
 
 
-def _die_at(point: str, crash_at: str | None) -> None:
+def die_at(point: str, crash_at: str | None) -> None:
     """Kill this process for real when it reaches the chosen crash point."""
     if point != crash_at:
         return
@@ -122,7 +122,7 @@ def _one_attempt(mode: str, crash_at: str | None, work: Path, port: int | None, 
         else:
             with SqliteLedger(work / "agent-ledger.db") as ledger:
                 steps(arguments, crash_at, ledger, client, log)
-    _die_at("after_ledger", crash_at)
+    die_at("after_ledger", crash_at)
 
 
 class _MemoryBook(MemoryLedger):
@@ -148,17 +148,17 @@ def _naive(arguments: dict, crash_at: str | None, ledger: Any, client: BillingCl
     if entry is not None:
         log(_replay_line(entry["result"]))
         return
-    _die_at("before_send", crash_at)
+    die_at("before_send", crash_at)
     invoice = client.create_invoice(arguments)            # the effect, in another system
-    _die_at("after_effect_before_ledger", crash_at)       # t2: the gap between two separate steps
+    die_at("after_effect_before_ledger", crash_at)       # t2: the gap between two separate steps
     ledger.record(KEY, arguments, invoice, tool="create_invoice")
 
 
 def _keyed(arguments: dict, crash_at: str | None, ledger: Any, client: BillingClient, log: EventLog) -> None:
     def effect(args: dict) -> dict:
-        _die_at("before_send", crash_at)
+        die_at("before_send", crash_at)
         invoice = client.create_invoice(args)              # the key travels downstream in args
-        _die_at("after_effect_before_ledger", crash_at)
+        die_at("after_effect_before_ledger", crash_at)
         return invoice
 
     answer = ledger.call(KEY, effect, arguments, tool="create_invoice")
@@ -172,10 +172,10 @@ def _keyed(arguments: dict, crash_at: str | None, ledger: Any, client: BillingCl
 
 def _atomic(arguments: dict, crash_at: str | None, work: Path, log: EventLog) -> None:
     def effect(conn: sqlite3.Connection, args: dict) -> dict:
-        _die_at("before_send", crash_at)
+        die_at("before_send", crash_at)
         invoice = issue_invoice(conn, args, honour_keys=False)
         log(f"invoice {invoice['invoice_id']} is written inside the open transaction")
-        _die_at("after_effect_before_ledger", crash_at)
+        die_at("after_effect_before_ledger", crash_at)
         return invoice
 
     with SqliteLedger(work / "billing.db") as ledger:      # the ledger lives in billing's database
@@ -186,4 +186,4 @@ def _atomic(arguments: dict, crash_at: str | None, work: Path, log: EventLog) ->
         log(_replay_line(answer.result))
 
 
-__all__ = ["CRASH_POINTS", "KEY", "MODES", "ORDER", "EventLog", "agent"]
+__all__ = ["CRASH_POINTS", "KEY", "KILLED", "MODES", "ORDER", "EventLog", "agent", "die_at"]

@@ -18,15 +18,12 @@ and goes back under the id the model gave it. What is plumbing is here:
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
-import weakref
-from pathlib import Path
 from typing import Any, Callable
 
 from toolkit.core import Host, ToolResult
 from toolkit.files import make_read_file
 from toolkit.wire import IdMap, openai_calls
+from toolkit.worlds.scratch import ScratchFolder
 
 DESK_TODO = "1. ship the invoice fix\n2. answer Ana\n"
 DESK_SECRET = "planted secret\n"
@@ -36,26 +33,15 @@ TWO_CALLS = {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": 
     {"id": "call_half", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "no'}}]}}]}
 
 
-class TodoDesk:
+class TodoDesk(ScratchFolder):
     """The folder ``todo_desk`` made: ``workspace`` (the todo list) and, beside it, ``secret.txt``."""
 
-    def __init__(self, base: Path | str):
-        self.base = Path(base)
+    def __init__(self, prefix: str = "exercise09-"):
+        super().__init__(prefix)
         self.workspace = self.base / "work"
-        self._remove = weakref.finalize(self, shutil.rmtree, str(self.base), ignore_errors=True)
 
     def __repr__(self) -> str:   # no machine paths in a notebook
         return "TodoDesk(<base>: work/notes/todo.md, secret.txt)"
-
-    def __enter__(self) -> "TodoDesk":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Remove the temporary folder (once; later calls do nothing)."""
-        self._remove()
 
     def host(self) -> Host:
         """A fresh host (empty log) whose only tool is ``read_file``, confined to the workspace."""
@@ -64,7 +50,7 @@ class TodoDesk:
 
 def todo_desk(prefix: str = "exercise09-") -> TodoDesk:
     """Make the exercise's folder in a temporary place the desk owns."""
-    desk = TodoDesk(tempfile.mkdtemp(prefix=prefix))
+    desk = TodoDesk(prefix)
     try:
         (desk.workspace / "notes").mkdir(parents=True)
         (desk.workspace / "notes" / "todo.md").write_text(DESK_TODO, encoding="utf-8")

@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import ast
 import difflib
-import shutil
 import sys
-import tempfile
-import weakref
-from pathlib import Path
 from typing import Iterable
 
 from toolkit.core import ToolError
 from toolkit.worlds.agent427 import copy_scenario
+from toolkit.worlds.scratch import ScratchFolder
 
 #: A module with a side effect on import, so a check that imports it is caught.
 TEXTSTATS = '''"""Word statistics for the book's chapters."""
@@ -47,27 +44,17 @@ def line_count(text):
 '''
 
 
-class ExportsWorkspace:
+class ExportsWorkspace(ScratchFolder):
     """A temporary copy of the workspace (``ws``) with ``textstats.py`` in it; removed on ``close()``."""
 
     def __init__(self, prefix: str = "exercise03-"):
-        base = tempfile.mkdtemp(prefix=prefix)
-        self._remove = weakref.finalize(self, shutil.rmtree, base, ignore_errors=True)
-        self.ws = copy_scenario(Path(base) / "workspace")
+        super().__init__(prefix)
+        self.ws = copy_scenario(self.base / "workspace")
         (self.ws / "textstats.py").write_text(TEXTSTATS, encoding="utf-8")
 
     def __repr__(self) -> str:   # no machine paths in a notebook
         return "ExportsWorkspace(<workspace> with textstats.py)"
 
-    def __enter__(self) -> "ExportsWorkspace":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Remove the temporary folder (once; later calls do nothing)."""
-        self._remove()
 
 
 def exports_workspace(prefix: str = "exercise03-") -> ExportsWorkspace:

@@ -18,9 +18,7 @@ function returns; what the student's function raised comes back as text
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import sqlite3
 import tempfile
 import time
@@ -30,14 +28,13 @@ from typing import Any, Callable
 from toolkit.effects import connect, fingerprint, transaction
 from toolkit.worlds import billing_service
 from toolkit.worlds.children import in_one_child, process_context, reap
-from toolkit.worlds.crash_agents import CRASH_POINTS, ORDER
+from toolkit.worlds.crash_agents import CRASH_POINTS, KILLED, ORDER, die_at
 
 LEDGER_TABLE = """CREATE TABLE IF NOT EXISTS ledger (
     key         TEXT PRIMARY KEY,
     fingerprint TEXT NOT NULL,          -- sha256 of the arguments' canonical JSON
     invoice     TEXT NOT NULL           -- the invoice this key produced, as JSON
 )"""
-KILLED = -signal.SIGKILL if hasattr(signal, "SIGKILL") else 137   # a child's exit code after the crash
 RACE_PAUSE = 1.0      # seconds at most a racer waits, after its first lookup, for news of the other one
 
 
@@ -79,22 +76,15 @@ class _RacingConnection:
         return getattr(self._conn, name)
 
 
-def _crash_here(point: str, crash_at: str) -> None:
-    if point == crash_at:
-        if hasattr(signal, "SIGKILL"):
-            os.kill(os.getpid(), signal.SIGKILL)
-        os._exit(137)
-
-
 def _ledger_attempt(create: Callable, folder: str, arguments: dict, crash_at: str, number: int,
                     events: tuple) -> None:
     """One attempt, in a child process: it dies for real at ``crash_at``, and writes its answer to a file."""
     def effect(conn: Any, args: dict) -> dict[str, Any]:
-        _crash_here("before_send", crash_at)
+        die_at("before_send", crash_at)
         return billing_service.issue_invoice(conn, args, honour_keys=False)
 
     def record(conn: Any, args: dict, invoice: dict) -> None:
-        _crash_here("after_effect_before_ledger", crash_at)
+        die_at("after_effect_before_ledger", crash_at)
         conn.execute("INSERT INTO ledger (key, fingerprint, invoice) VALUES (?, ?, ?)",
                      (args["idempotency_key"], fingerprint(args), json.dumps(invoice)))
 
@@ -105,7 +95,7 @@ def _ledger_attempt(create: Callable, folder: str, arguments: dict, crash_at: st
     except Exception as exc:   # the check explains it; a child must not die with a traceback
         answer = {"raised": type(exc).__name__ + (f": {exc}" if str(exc) else "")}
     conn.close()
-    _crash_here("after_ledger", crash_at)
+    die_at("after_ledger", crash_at)
     (Path(folder) / f"answer-{number}.json").write_text(json.dumps(answer, default=str))
 
 
@@ -226,5 +216,5 @@ def race_requests(create: Callable) -> dict[str, Any]:
     return {"invoices": invoices, "answers": answers}
 
 
-__all__ = ["attempts", "attempts_at_every_point", "crash_counts", "find", "KILLED", "LEDGER_TABLE", "naive_create_invoice",
+__all__ = ["attempts", "attempts_at_every_point", "crash_counts", "find", "LEDGER_TABLE", "naive_create_invoice",
            "race_requests", "RACE_PAUSE"]

@@ -16,13 +16,12 @@ in (``arrived``), which is what a reconciler that pairs by position would see.
 """
 from __future__ import annotations
 
-import tempfile
 import threading
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from toolkit.core import Contract, Host, Tool, ToolCall, ToolResult, request
 from toolkit.files import Workspace, make_read_file, path_guard
+from toolkit.worlds.scratch import ScratchFolder
 
 #: The files the workspace starts with.
 ROUND_FILES: dict[str, str] = {
@@ -42,12 +41,12 @@ def write_file_contract(workspace: Workspace) -> Contract:
         guards=(path_guard(workspace),), writes=("file:{path}",))
 
 
-class FileRound:
+class FileRound(ScratchFolder):
     """A temporary workspace and its host (read_file, write_file); see the module docstring."""
 
     def __init__(self) -> None:
-        self._folder = tempfile.TemporaryDirectory(prefix="chapter08-")
-        self.root = Path(self._folder.name)
+        super().__init__("chapter08-")
+        self.root = self.base
         (self.root / "notes").mkdir()
         for path, text in ROUND_FILES.items():
             (self.root / path).parent.mkdir(exist_ok=True)
@@ -71,15 +70,6 @@ class FileRound:
     def text(self, path: str) -> str:
         """What the file at ``path`` (inside the workspace) holds now."""
         return (self.root / path).read_text(encoding="utf-8")
-
-    def close(self) -> None:
-        self._folder.cleanup()
-
-    def __enter__(self) -> FileRound:
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
 
 
 class SlowDisk:
