@@ -102,8 +102,7 @@ def settle_key(ledger: SqliteLedger, log: EffectLog, key: str, effect: Any, pati
     return answer
 
 
-def _worker(path: str, log_path: str, keys: list[str], name: str, seed: int, lease: float, go: Any,
-            stop: Any) -> None:
+def _worker(path: str, log_path: str, keys: list[str], name: str, seed: int, lease: float, go: Any) -> None:
     go.wait(30)
     rng = random.Random(seed)
     order = list(keys)
@@ -113,7 +112,9 @@ def _worker(path: str, log_path: str, keys: list[str], name: str, seed: int, lea
         effect = _effect(log, name, rng)
         for key in order:
             settle_key(ledger, log, key, effect, patience=20)
-    stop.wait(60)   # done: stay alive until the storm ends, so a slow parent always has a worker to kill
+    # done: stay alive until the storm kills it, so a slow parent always has a worker to kill (a plain sleep:
+    # a multiprocessing Event waited on by a process that is then SIGKILLed would hang the parent's set())
+    time.sleep(60)
 
 
 def storm(workers: int = 8, keys: int = 600, kills: int = 40, lease: float = 2.0, seed: int = 0,
@@ -127,15 +128,14 @@ def storm(workers: int = 8, keys: int = 600, kills: int = 40, lease: float = 2.0
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ledger-storm-")))
         path, log = str(tmp / "ledger.db"), EffectLog(str(tmp / "effects.log"))
         SqliteLedger(path).close()                     # the table exists before the workers race to it
-        go, stop, started, procs, named = ctx.Event(), ctx.Event(), 0, [], {}
-        stack.callback(stop.set)
+        go, started, procs, named = ctx.Event(), 0, [], {}
         view = stack.enter_context(closing(connect(path)))   # the parent's look at the claims a kill left
 
         def launch() -> None:
             nonlocal started
             name = f"storm-worker-{started}"
             process = ctx.Process(target=_worker, args=(path, log.path, names, name, seed * 1000 + started,
-                                                        lease, go, stop))
+                                                        lease, go))
             process.start()
             stack.callback(reap, process, 5)
             procs.append(process)
