@@ -39,11 +39,11 @@ from nbclient import NotebookClient
 from processes import live_children
 
 from toolkit.core import Status, ToolFailure
-from toolkit.worlds.billing_client import BillingClient
-from toolkit.worlds.billing_http import BillingServer
-from toolkit.worlds.billing_service import BillingService, open_books
-from toolkit.worlds.class_experiment import LOCAL_WHERE, class_billing_url, run_class_experiment
-from toolkit.worlds.class_tally import UNTAGGED, CountsWatch, class_counts, tally
+from course.worlds.billing_client import BillingClient
+from course.worlds.billing_http import BillingServer
+from course.worlds.billing_service import BillingService, open_books
+from course.worlds.class_experiment import LOCAL_WHERE, class_billing_url, run_class_experiment
+from course.worlds.class_tally import UNTAGGED, CountsWatch, class_counts, tally
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "deploy" / "jupyterhub_config.py"
@@ -193,7 +193,7 @@ def test_the_hub_config_refuses_to_start_without_a_password_and_reads_its_settin
     assert ("--allow-root" in c.Spawner.args) == (os.geteuid() == 0)
     billing, admin = c.JupyterHub.services
     assert billing["name"] == "billing"
-    assert billing["command"][:3] == [sys.executable, "-m", "toolkit.worlds.billing_http"]
+    assert billing["command"][:3] == [sys.executable, "-m", "course.worlds.billing_http"]
     assert admin == {"name": "course-admin", "api_token": "t" * 32}
     assert c.JupyterHub.load_roles == [{"name": "admin", "services": ["course-admin"]}]
     assert Path(c.Spawner.cmd[0]).parent == Path(sys.executable).parent
@@ -311,6 +311,23 @@ def _message(kind: str, content: dict, session: str) -> dict:
             "parent_header": {}, "metadata": {}, "content": content, "channel": "shell", "buffers": []}
 
 
+#: Answers that come from the proxy, not from the student's server: on a busy machine the proxy may give up on a
+#: handshake the server was still about to accept. The kernel is there (its REST call answered 201): ask again.
+PROXY_GAVE_UP = (502, 503, 504, 599)
+
+
+def kernel_channels(url: str, token: str, within: float = 120) -> websocket.WebSocket:
+    """The kernel's websocket, asked for again while the proxy answers for a server it could not reach in time."""
+    give_up = time.monotonic() + within
+    while True:
+        try:
+            return websocket.create_connection(url, header=[f"Authorization: token {token}"], timeout=60)
+        except websocket.WebSocketBadStatusException as refused:
+            if refused.status_code not in PROXY_GAVE_UP or time.monotonic() > give_up:
+                raise
+        time.sleep(0.5)
+
+
 def run_in_kernel(hub: Hub, student: str, token: str, code: str) -> str:
     """Start a kernel in the student's server, wake it with kernel_info_request, run ``code``; its stdout."""
     base = f"{hub.url}/user/{student}/api"
@@ -319,7 +336,7 @@ def run_in_kernel(hub: Hub, student: str, token: str, code: str) -> str:
     assert kernel.status_code == 201, (student, kernel.status_code, kernel.text[:300])
     url = f"ws://127.0.0.1:{hub.url.rsplit(':', 1)[1]}/user/{student}/api/kernels/{kernel.json()['id']}/channels"
     session = uuid.uuid4().hex
-    ws = websocket.create_connection(url, header=[f"Authorization: token {token}"], timeout=60)
+    ws = kernel_channels(url, token)
     try:
         def reply_to(request: dict, collect: list[str] | None = None) -> dict:
             ws.send(json.dumps(request))
@@ -350,7 +367,7 @@ def run_in_kernel(hub: Hub, student: str, token: str, code: str) -> str:
 
 EXPERIMENT = """
 import json, os
-from toolkit.worlds.class_experiment import class_billing_url, run_class_experiment
+from course.worlds.class_experiment import class_billing_url, run_class_experiment
 run = run_class_experiment(keyed={keyed})
 print("\\n".join(run.lines()))
 print("RUN " + json.dumps({{"where": run.where, "student": run.student, "keyed": run.keyed, "invoices": run.invoices,
@@ -383,7 +400,7 @@ def shared_memory(hub: Hub) -> dict[str, int]:
     found = {"hub": hub_process.memory_info().rss}
     for child in hub_process.children():
         line = " ".join(child.cmdline())
-        for name, marker in (("proxy", "configurable-http-proxy"), ("billing", "toolkit.worlds.billing_http")):
+        for name, marker in (("proxy", "configurable-http-proxy"), ("billing", "course.worlds.billing_http")):
             if marker in line:
                 found[name] = child.memory_info().rss
     return found
