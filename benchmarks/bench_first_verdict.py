@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 AIM = 2.0
 FIRST_VERDICT = """
 import toolkit as tk
-from toolkit.worlds import CREATE_INVOICE, Books
+from course.worlds import CREATE_INVOICE, Books
 books = Books(orders={"order-431": {"approved": True}})
 host = tk.Host.of([tk.Tool(CREATE_INVOICE, books.issue)], tk.Caller("agent", frozenset({"billing.write"})), books)
 verdict = host.check(tk.request("create_invoice", {"order_id": "order-431", "amount": 100, "currency": "EUR",

@@ -29,7 +29,7 @@ AIM_SECONDS, AIM_MB = 1.0, 50.0
 def host():
     import toolkit as tk
     from toolkit.core import Contract, ToolFailure
-    from toolkit.worlds import CREATE_INVOICE, Books
+    from course.worlds import CREATE_INVOICE, Books
 
     partner = Contract("call_partner", "ask the partner API",
                        {"type": "object", "properties": {"q": {"type": "string", "pattern": r"^[a-z ]{1,20}$"},

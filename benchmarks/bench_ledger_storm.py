@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.effects import LedgerStatus, SqliteLedger, connect
-from toolkit.worlds import process_context, reap
+from course.worlds import process_context, reap
 
 TOOL = "touch"
 

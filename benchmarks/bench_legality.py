@@ -33,7 +33,7 @@ def setup():
     from jsonschema import Draft202012Validator
 
     import toolkit as tk
-    from toolkit.worlds import CREATE_INVOICE, Books
+    from course.worlds import CREATE_INVOICE, Books
 
     arguments = {"order_id": "order-431", "amount": 100, "currency": "EUR",
                  "idempotency_key": "invoice:order-431:v1"}

@@ -127,7 +127,7 @@ c.Spawner.pre_spawn_hook = copy_course
 c.JupyterHub.services = [{
     "name": "billing",
     "url": f"http://127.0.0.1:{billing_port}",
-    "command": [sys.executable, "-m", "toolkit.worlds.billing_http", "serve", "--db", str(state / "billing.db"),
+    "command": [sys.executable, "-m", "course.worlds.billing_http", "serve", "--db", str(state / "billing.db"),
                 "--port", str(billing_port), "--prefix", "/services/billing/"],
     "cwd": str(COURSE),
     "display": False,

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 import toolkit as tk
-from toolkit.worlds import agent427 as a
-from toolkit.worlds import correct_step, inspect_step, run_agent427
+from course.worlds import agent427 as a
+from course.worlds import correct_step, inspect_step, run_agent427
 from toolkit.files import (EDIT_FILE_SCHEMA, edit_file_contract, file_sha256, make_edit_file, sha256_bytes,
                                tree_digest)
 

@@ -5,7 +5,7 @@ import pytest
 
 import toolkit as tk
 from toolkit.effects import AuditLog, RetryController, RetryPolicy, run_audited
-from toolkit.worlds import CREATE_INVOICE
+from course.worlds import CREATE_INVOICE
 from toolkit.core import Contract, Retry
 from toolkit.core import FailureClass, Status, ToolFailure, secret_values
 from toolkit.effects import RecordState

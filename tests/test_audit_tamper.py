@@ -21,7 +21,7 @@ import pytest
 import toolkit as tk
 from toolkit.effects import (Anchor, AuditLog, RetryController, RetryPolicy, Verification, run_audited,
                              verify_audit_file)
-from toolkit.worlds import CREATE_INVOICE
+from course.worlds import CREATE_INVOICE
 
 from test_audit import Books  # the same small billing world the audit tests use
 

@@ -11,7 +11,7 @@ import toolkit as tk
 from toolkit.core import carried_key
 from toolkit.effects import (Action, Jitter, RetryPolicy, RetryController, RetryState, plan,
                              retry_verdict, run_with_retries, step, walk)
-from toolkit.worlds import CREATE_INVOICE
+from course.worlds import CREATE_INVOICE
 from toolkit.files import READ_FILE_SCHEMA
 from toolkit.core import Contract, Retry
 from toolkit.core import FailureClass, Status, ToolFailure, ToolResult
@@ -279,7 +279,7 @@ def test_timeout_retry_under_the_same_key_is_an_inquiry():
 
 # ------------------------------------------------------------------ formulas agree with the controller
 def test_sympy_formulas_agree_with_the_controller():
-    from toolkit.present import formulas
+    from course.present import formulas
 
     assert formulas.delays(1, 2, 4) == plan(SEED_POLICY) == [1, 2, 4, 8]
     assert formulas.total_wait(1, 2, 4) == sum(plan(SEED_POLICY)) == 15
@@ -294,7 +294,7 @@ def test_sympy_formulas_agree_with_the_controller():
 
 
 def test_sympy_worked_numbers_agree_with_the_toolkit():
-    from toolkit.present import formulas
+    from course.present import formulas
 
     numbers = formulas.worked_numbers()
     assert numbers["score 0.9*10-2-1"] == round(tk.governed_score(tk.expected_value(0.9, 10), 2, 1), 9) == 6
@@ -307,7 +307,7 @@ def test_sympy_worked_numbers_agree_with_the_toolkit():
 
 
 def test_formulas_render_latex():
-    from toolkit.present import formulas
+    from course.present import formulas
 
     assert formulas.latex(formulas.delay_expr()) == r"d_{0} \beta^{n}"
     assert formulas.latex(formulas.total_wait_expr()) == r"\frac{d_{0} \left(\beta^{n} - 1\right)}{\beta - 1}"

@@ -4,7 +4,7 @@ import json
 from hypothesis import given, settings, strategies as st
 
 import toolkit as tk
-from toolkit.worlds import CREATE_INVOICE, Books
+from course.worlds import CREATE_INVOICE, Books
 
 CALLER = tk.Caller(scopes=frozenset({"billing.write"}))
 WORLD = Books(orders={"order-431": {"approved": True}})

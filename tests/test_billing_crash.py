@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 
-from toolkit.worlds import (CRASH_POINTS, KEY, MAX_BODY, MODES, ORDER, BillingClient, BillingService, crash_matrix,
+from course.worlds import (CRASH_POINTS, KEY, MAX_BODY, MODES, ORDER, BillingClient, BillingService, crash_matrix,
                             GuardedRun, guarded_run, matrix_table, run_scenario, start)
 from toolkit.core import Status, ToolFailure
 
@@ -189,7 +189,7 @@ def test_billing_over_http_in_its_own_process(tmp_path):
 
 def test_command_line_service_binds_loopback(tmp_path):
     """The service runs as a plain separate program (requests here avoid the schema check's slow first import)."""
-    process = subprocess.Popen([sys.executable, "-m", "toolkit.worlds.billing_http", "serve", "--db", str(tmp_path / "b.db"),
+    process = subprocess.Popen([sys.executable, "-m", "course.worlds.billing_http", "serve", "--db", str(tmp_path / "b.db"),
                                 "--port", "0"], stdout=subprocess.PIPE, text=True)
     try:
         line = process.stdout.readline().strip()
@@ -212,10 +212,10 @@ def test_a_stopped_command_does_not_wait_for_a_client_that_says_nothing(tmp_path
     """SIGTERM stops the command even while an idle client holds a request thread (a hub stops its services so)."""
     import signal
 
-    from toolkit.worlds.billing_http import IDLE_TIMEOUT, STOP_GRACE
+    from course.worlds.billing_http import IDLE_TIMEOUT, STOP_GRACE
 
     assert STOP_GRACE < IDLE_TIMEOUT
-    process = subprocess.Popen([sys.executable, "-m", "toolkit.worlds.billing_http", "serve", "--db",
+    process = subprocess.Popen([sys.executable, "-m", "course.worlds.billing_http", "serve", "--db",
                                 str(tmp_path / "b.db"), "--port", "0"], stdout=subprocess.PIPE, text=True)
     try:
         port = int(process.stdout.readline().strip().rsplit(":", 1)[1])
@@ -254,7 +254,7 @@ def test_idle_sockets_do_not_hold_up_a_request(tmp_path):
 
 
 def test_connections_beyond_the_cap_are_refused_at_once_and_nothing_is_created(tmp_path):
-    from toolkit.worlds import MAX_CONNECTIONS
+    from course.worlds import MAX_CONNECTIONS
 
     with start(tmp_path / "b.db") as service:
         silent = idle_sockets(service.port, MAX_CONNECTIONS)
@@ -322,7 +322,7 @@ def test_the_client_tells_a_refusal_from_no_answer(tmp_path):
 
 
 def test_an_unexpected_error_inside_the_service_is_a_500_that_created_nothing(tmp_path, monkeypatch):
-    import toolkit.worlds.billing_service as billing
+    import course.worlds.billing_service as billing
 
     service = BillingService(tmp_path / "b.db")
 

@@ -237,7 +237,7 @@ def place_vendor_messages() -> str:
 
 
 def place_billing_service(tmp: Path) -> str:
-    from toolkit.worlds import BillingService
+    from course.worlds import BillingService
 
     service = BillingService(tmp / "billing.db")
     bad = {"order_id": "order-431", "amount": 100, "currency": "EUR", "idempotency_key": "k", "api_key": TOKEN,

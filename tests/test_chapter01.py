@@ -24,10 +24,10 @@ from toolkit import wire as v
 from toolkit.effects import AuditLog, run_audited
 from toolkit.core import NEXT_STEP
 from toolkit.effects import call_stages
-from toolkit.present import transaction_diagram as td
-from toolkit.present.read_file_panel import ReadFilePanel
-from toolkit.present.svg import AMBER, RED
-from toolkit.worlds import FILES, HOSTILE, REQUESTS, SECRETS, attempt, demo_workspace
+from course.present import transaction_diagram as td
+from course.present.read_file_panel import ReadFilePanel
+from course.present.svg import AMBER, RED
+from course.worlds import FILES, HOSTILE, REQUESTS, SECRETS, attempt, demo_workspace
 from toolkit.files import files_opened, recording_opens
 from toolkit.effects import TRANSITIONS, RecordState
 from toolkit.core import compile_schema, schema_errors
@@ -519,7 +519,7 @@ def test_the_chapter_map_uses_each_notebooks_own_title():
 
 @pytest.mark.skipif(not START.exists(), reason="notebook not built yet")
 def test_the_environment_check_compares_with_pyprojects_minimums():
-    from toolkit.worlds.course_versions import course_minimums, release_of, version_report
+    from course.worlds.course_versions import course_minimums, release_of, version_report
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     namespace, printed = _run_cells(START, 2)
@@ -537,7 +537,7 @@ def test_the_environment_check_compares_with_pyprojects_minimums():
 
 
 def test_the_environment_check_says_what_to_do_when_a_package_is_missing_or_old(tmp_path):
-    from toolkit.worlds.course_versions import version_report
+    from course.worlds.course_versions import version_report
 
     (tmp_path / "pyproject.toml").write_text(
         '[project]\nname = "toolcontract-course"\nrequires-python = ">=3.11"\n'
@@ -565,7 +565,8 @@ def test_the_reading_path_names_real_modules_and_its_sizes_are_measured():
     printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert f"about {round(core, -2):>6,} lines" in printed and core < 1000          # "a few hundred"
     for folder in ("core", "effects", "wire", "files", "live", "mcp", "worlds", "present"):
-        modules = [m for m in (package / folder).glob("*.py") if m.name != "__init__.py"]
+        home = ROOT / "course" if folder in ("worlds", "present") else package
+        modules = [m for m in (home / folder).glob("*.py") if m.name != "__init__.py"]
         assert f"{folder + '/':<9} {len(modules):>2} modules" in printed
         assert f"about {round(lines_in(modules), -2):>6,} lines" in printed
 
@@ -592,7 +593,7 @@ def test_when_the_model_sends_no_ids_the_host_allocates_them_and_answers_under_t
 
 
 def test_the_four_consequences_are_read_off_the_contracts(tree):
-    from toolkit.worlds import CREATE_INVOICE
+    from course.worlds import CREATE_INVOICE
     host = tk.Host.of([tk.make_read_file(tree.ws)], tk.Caller("assistant"))
     assert host.check(tk.request("read_file", {"path": "/etc/passwd"}, call_id="call_p")).legal == 0
     text = "\n".join(out for _, out in _outputs(NOTEBOOK))

@@ -15,9 +15,9 @@ import nbformat
 import pytest
 
 import toolkit as tk
-from toolkit.worlds import CREATE_INVOICE, Books
+from course.worlds import CREATE_INVOICE, Books
 from toolkit.core import CODES
-from toolkit.present import formulas
+from course.present import formulas
 from toolkit.files import common_errors
 from toolkit.core import parse_arguments
 from toolkit.core import CAUSES, GENERAL, LAYER_OF, PRE_QUESTIONS, cause_of
@@ -299,7 +299,7 @@ def test_the_instructions_introduce_condition_with_its_signature_and_an_example(
 
 
 def test_the_panel_says_which_question_of_pre_said_no():
-    from toolkit.present.legality_panel import legality_svg, light_title
+    from course.present.legality_panel import legality_svg, light_title
     signed = replace(CREATE_INVOICE, needs_approval=True)
     unintended = tk.check(tk.request("create_invoice", GOOD, call_id="c"), signed, AGENT,
                           Books(orders={"order-431": {"approved": True}}))

@@ -13,14 +13,14 @@ import nbformat
 import pytest
 
 import toolkit as tk
-from toolkit.worlds import agent427 as a
-from toolkit.worlds import correct_step, Episode, format_call, inspect_step
+from course.worlds import agent427 as a
+from course.worlds import correct_step, Episode, format_call, inspect_step
 from toolkit.files import compare_masking, generate
-from toolkit.worlds import agent427_preferences
+from course.worlds import agent427_preferences
 from toolkit.files import EDIT_FILE_SCHEMA, file_sha256, tree_digest
 from toolkit.files import import_claims, read_exports
-from toolkit.present.agent427_panel import LABELS, agent427_panel
-from toolkit.worlds import READER, agent427_scenario, proposal_for
+from course.present.agent427_panel import LABELS, agent427_panel
+from course.worlds import READER, agent427_scenario, proposal_for
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "03_agent427_import_failure.ipynb"

@@ -7,11 +7,11 @@ import nbformat
 import pytest
 
 import toolkit as tk
-from toolkit.worlds import agent427 as a
-from toolkit.worlds import CREATE_INVOICE
+from course.worlds import agent427 as a
+from course.worlds import CREATE_INVOICE
 from toolkit.files import READ_FILE
 from toolkit.files import edit_file_contract
-from toolkit.present.scoring_panel import ScoringPanel, choice_text
+from course.present.scoring_panel import ScoringPanel, choice_text
 from toolkit.core import SAFEGUARDS, WHEN_TO_USE, TaskProperties, lean_path, required_safeguards
 from toolkit.core import flip_point
 from toolkit.core import pick_tool
@@ -143,7 +143,7 @@ def _marks(drawing: str, attribute: str) -> list[dict[str, str]]:
 
 
 def test_the_flip_plot_draws_legal_options_and_marks_the_flip(options):
-    from toolkit.present.plots import choice_flip, choice_flip_svg, choice_flip_text
+    from course.present.plots import choice_flip, choice_flip_svg, choice_flip_text
 
     read, read_contract, edit = options
     shortcut = tk.Option("shell: sed -i", 14, 1, 2, legal=0)
@@ -231,7 +231,7 @@ def test_a_key_is_listed_only_where_the_service_honours_it():
 
 
 def test_a_key_stops_a_duplicate_but_not_a_wrong_amount_and_approval_stops_the_wrong_amount():
-    from toolkit.worlds import Books
+    from course.worlds import Books
     books = Books(orders={"order-431": {"approved": True}}, honour_keys=True)
     billing = tk.Caller("agent-427", frozenset({"billing.write"}))
     host = tk.Host.of([tk.Tool(CREATE_INVOICE, books.issue)], billing, books)

@@ -11,13 +11,13 @@ import nbformat
 import pytest
 
 import toolkit as tk
-from toolkit.worlds import CREATE_INVOICE, Books
-from toolkit.worlds import (CRASH_POINTS, KEY, ORDER, crash_matrix, create_issue_illustration, matrix_table, race,
+from course.worlds import CREATE_INVOICE, Books
+from course.worlds import (CRASH_POINTS, KEY, ORDER, crash_matrix, create_issue_illustration, matrix_table, race,
                             run_scenario, run_scenarios)
 from toolkit.core import ledger_key
 from toolkit.effects import LedgerStatus
-from toolkit.present import invoice_panel
-from toolkit.present.invoice_panel import CRASH_CHOICES, InvoicePanel, matrix_html
+from course.present import invoice_panel
+from course.present.invoice_panel import CRASH_CHOICES, InvoicePanel, matrix_html
 from toolkit.core import SAFEGUARDS, WHEN_TO_USE
 from toolkit.effects import RetryKind, classify_retry, compensation_table
 
@@ -386,11 +386,11 @@ def test_prose_does_not_point_at_a_text_the_student_never_saw():
 
 
 def test_exercise_harness_says_plainly_when_the_platform_has_no_fork(monkeypatch):
-    """The exercise's crash-and-race harness (toolkit.worlds.exercise_ledger) needs fork; without it, one plain
+    """The exercise's crash-and-race harness (course.worlds.exercise_ledger) needs fork; without it, one plain
     sentence, before any file or process is made."""
     import tempfile
 
-    from toolkit.worlds import exercise_ledger
+    from course.worlds import exercise_ledger
 
     made = []
     monkeypatch.setattr(tempfile, "mkdtemp", lambda **kw: made.append(kw) or "/nonexistent")
@@ -465,8 +465,8 @@ def test_class_experiment_cell_follows_the_lesson_and_says_where_it_ran():
 
 
 def test_the_exercise_harness_plays_every_point_at_once_as_it_plays_each_alone():
-    from toolkit.worlds.exercise_ledger import attempts, attempts_at_every_point, crash_counts
-    from toolkit.worlds.exercise_ledger import naive_create_invoice as naive
+    from course.worlds.exercise_ledger import attempts, attempts_at_every_point, crash_counts
+    from course.worlds.exercise_ledger import naive_create_invoice as naive
 
     together = attempts_at_every_point(naive)
     assert list(together) == list(CRASH_POINTS)
@@ -478,7 +478,7 @@ def test_the_exercise_harness_plays_every_point_at_once_as_it_plays_each_alone()
 
 def test_the_race_catches_a_lookup_outside_the_transaction_and_passes_one_inside():
     from toolkit.effects import transaction
-    from toolkit.worlds.exercise_ledger import find, race_requests
+    from course.worlds.exercise_ledger import find, race_requests
 
     def inside(conn, arguments, effect, record):
         with transaction(conn):
@@ -514,7 +514,7 @@ def _billing_that_never_listens(path, honour_keys, notify, pipe, other_end):
 def test_runs_played_side_by_side_clean_up_when_one_of_them_fails(monkeypatch, tmp_path):
     import tempfile
 
-    from toolkit.worlds import crash
+    from course.worlds import crash
 
     monkeypatch.setattr(crash, "_billing_child", _billing_that_never_listens)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
@@ -542,7 +542,7 @@ def _starts_two_and_answers(word):
 def test_in_one_child_answers_from_a_child_that_reaps_what_it_started():
     import os
 
-    from toolkit.worlds.children import in_one_child
+    from course.worlds.children import in_one_child
 
     answer = in_one_child(_starts_two_and_answers, "ok")
     assert answer["word"] == "ok" and answer["exit codes"] == [0, 0] and answer["pid"] != os.getpid()

@@ -9,11 +9,11 @@ import pytest
 import toolkit as tk
 from toolkit.effects import (Action, Jitter, RetryPolicy, RetryController, RetryState, arrival_times, jitter_waits,
                              peak_load, plan, plan_rows, retry_verdict, run_with_retries, step, walk)
-from toolkit.worlds import CREATE_INVOICE
+from course.worlds import CREATE_INVOICE
 from toolkit.core import MEANING, NEXT_STEP, POINTS_AT
-from toolkit.present import formulas
-from toolkit.present.backoff_panel import BackoffPanel, plan_text
-from toolkit.present.retry_plots import herd_svg
+from course.present import formulas
+from course.present.backoff_panel import BackoffPanel, plan_text
+from course.present.retry_plots import herd_svg
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "06_backoff_and_retries.ipynb"

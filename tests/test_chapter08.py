@@ -15,9 +15,9 @@ from toolkit.wire import naive_pairing, pair_results, run_plan, run_round, sched
 from toolkit.wire import SKETCH_FRAMES, AnthropicStream, Assembler, anthropic_stream, frames, openai_stream
 from toolkit.wire import IdMap, Refusal, fixture
 from toolkit.wire import SSEDecoder, describe_chunk, replay, split_events
-from toolkit.worlds import ROUND_FILES, FileRound, SlowDisk, StepRecorder, write_file_contract
-from toolkit.present.schedule_plots import TOOL_COLOURS, Timeline, timeline, timeline_text, timelines
-from toolkit.present.stream_panel import WAITING, StreamPanel
+from course.worlds import ROUND_FILES, FileRound, SlowDisk, StepRecorder, write_file_contract
+from course.present.schedule_plots import TOOL_COLOURS, Timeline, timeline, timeline_text, timelines
+from course.present.stream_panel import WAITING, StreamPanel
 
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import toolkit as tk
-from toolkit.worlds import agent427 as a
+from course.worlds import agent427 as a
 from toolkit.files import CLOSE, Preferences, SchemaMask, compare_masking, generate
-from toolkit.worlds import agent427_preferences
+from course.worlds import agent427_preferences
 from toolkit.files import EDIT_FILE_SCHEMA, tree_digest
 
 PREFS = agent427_preferences()

@@ -17,7 +17,7 @@ import toolkit as tk
 from toolkit.core import (MAX_CALL_ID_CHARS, MAX_ECHO_CHARS, MAX_ERRORS_PER_CALL, MAX_NAME_CHARS, REDACTED,
                           Condition, Contract, ToolFailure, is_secret_name, scrub, summarize)
 from toolkit.effects import argument_summary, open_record
-from toolkit.worlds import CREATE_INVOICE, Books
+from course.worlds import CREATE_INVOICE, Books
 
 CANARY = "sk-CANARY-7f3a9c"
 PASSWORD = "hunter2-CANARY-pw"

@@ -2,7 +2,7 @@
 import pytest
 
 import toolkit as tk
-from toolkit.worlds.deploy import (DEPLOY_ACCEPTED, DEPLOY_SETTLED, DEPLOYER, HEALTHY, PENDING, DeployService,
+from course.worlds.deploy import (DEPLOY_ACCEPTED, DEPLOY_SETTLED, DEPLOYER, HEALTHY, PENDING, DeployService,
                             compare_adapters, deploy_host, run_deploy_episode, rushed_versions, settled_adapter, table)
 from toolkit.core import FailureClass, Status
 

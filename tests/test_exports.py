@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from toolkit.files import claims as cl
 from toolkit.files import exports as ex
-from toolkit.worlds import SCENARIO, copy_scenario
+from course.worlds import SCENARIO, copy_scenario
 from toolkit.core import ToolError
 
 

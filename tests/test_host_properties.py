@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st
 import toolkit as tk
 from toolkit.core import (CODES, MAX_CALL_ID_CHARS, MAX_DEPTH, MAX_ECHO_CHARS, MAX_ERRORS_PER_CALL, Condition,
                           Contract, ToolFailure)
-from toolkit.worlds import CREATE_INVOICE, Books
+from course.worlds import CREATE_INVOICE, Books
 
 # ------------------------------------------------------------------ the host under test
 PARTNER = Contract("call_partner", "ask the partner API",

@@ -18,6 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "toolkit"
+COURSE = ROOT / "course"      # scenery and panels: imported by notebooks, never by toolkit
 MAX_LINES = 350
 #: How far down the one-way street each part of the package sits.
 RANK = {"core": 0, "effects": 1, "wire": 1, "files": 1, "live": 2, "mcp": 2, "worlds": 2, "present": 3}
@@ -28,12 +29,18 @@ CHAPTER_LINE = re.compile(r"^Chapters? \d\d(?:(?:-| and |, )\d\d)*: \S")
 
 def modules() -> list[Path]:
     """Every module of the package, the Agent-427 scenario's files (data, never imported) aside."""
-    return sorted(p for p in PACKAGE.rglob("*.py") if "scenarios" not in p.relative_to(PACKAGE).parts)
+    return sorted(p for root in (PACKAGE, COURSE) for p in root.rglob("*.py")
+                  if "scenarios" not in p.relative_to(root).parts)
 
 
 def part_of(path: Path) -> str:
-    parts = path.relative_to(PACKAGE).parts
+    root = COURSE if path.is_relative_to(COURSE) else PACKAGE
+    parts = path.relative_to(root).parts
     return parts[0] if len(parts) > 1 else ""
+
+
+def relative(path: Path) -> str:
+    return str(path.relative_to(ROOT))
 
 
 def toolkit_imports(path: Path) -> list[tuple[int, str]]:
@@ -41,13 +48,13 @@ def toolkit_imports(path: Path) -> list[tuple[int, str]]:
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
-            assert node.level == 0, f"{path.relative_to(ROOT)}:{node.lineno}: use absolute imports"
+            assert node.level == 0, f"{relative(path)}:{node.lineno}: use absolute imports"
             names = [node.module or ""]
-            if node.module == "toolkit":
-                names = [f"toolkit.{a.name}" for a in node.names]
-            found += [(node.lineno, n) for n in names if n == "toolkit" or n.startswith("toolkit.")]
+            if node.module in ("toolkit", "course"):
+                names = [f"{node.module}.{a.name}" for a in node.names]
+            found += [(node.lineno, n) for n in names if n.split(".")[0] in ("toolkit", "course")]
         elif isinstance(node, ast.Import):
-            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("toolkit")]
+            found += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] in ("toolkit", "course")]
     return found
 
 
@@ -61,21 +68,27 @@ def all_imports(path: Path) -> list[tuple[int, str]]:
     return found
 
 
-@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+@pytest.mark.parametrize("path", modules(), ids=relative)
 def test_module_is_short_enough_to_read_in_one_sitting(path: Path):
     lines = len(path.read_text(encoding="utf-8").splitlines())
-    assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines; split it (at most {MAX_LINES})"
+    assert lines <= MAX_LINES, f"{relative(path)} has {lines} lines; split it (at most {MAX_LINES})"
 
 
-@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+@pytest.mark.parametrize("path", modules(), ids=relative)
 def test_first_docstring_line_names_the_chapter(path: Path):
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
-    assert doc, f"{path.relative_to(ROOT)} has no docstring"
+    assert doc, f"{relative(path)} has no docstring"
     first = doc.splitlines()[0]
     if path.name == "__init__.py":
-        assert first.strip(), f"{path.relative_to(ROOT)}: say what this part of the package holds"
+        assert first.strip(), f"{relative(path)}: say what this part of the package holds"
     else:
-        assert CHAPTER_LINE.match(first), f"{path.relative_to(ROOT)}: first line {first!r} names no chapter"
+        assert CHAPTER_LINE.match(first), f"{relative(path)}: first line {first!r} names no chapter"
+
+
+def test_toolkit_never_imports_the_course():
+    wrong = [f"{relative(p)}:{line} imports {name}" for p in modules() if p.is_relative_to(PACKAGE)
+             for line, name in toolkit_imports(p) if name.split(".")[0] == "course"]
+    assert wrong == []
 
 
 def test_imports_run_one_way():
@@ -85,7 +98,7 @@ def test_imports_run_one_way():
         for line, name in toolkit_imports(path):
             parts = name.split(".")
             there = parts[1] if len(parts) > 1 and parts[1] in RANK else ""
-            where = f"{path.relative_to(ROOT)}:{line} imports {name}"
+            where = f"{relative(path)}:{line} imports {name}"
             if name == "toolkit._exports":           # how every part lists its public names
                 continue
             if here == "":                       # the package's front door: contract core and lower layers
@@ -100,7 +113,7 @@ def test_imports_run_one_way():
 
 def test_concept_modules_never_import_scenery():
     wrong = [f"{p.relative_to(ROOT)}:{line} imports {name}" for p in modules() if part_of(p) in ("core", "effects", "wire", "files")
-             for line, name in toolkit_imports(p) if name.startswith(("toolkit.worlds", "toolkit.present"))]
+             for line, name in toolkit_imports(p) if name.startswith(("course.worlds", "course.present"))]
     assert wrong == []
 
 
@@ -115,7 +128,7 @@ def test_class_and_function_names_are_unique_across_the_package():
     for path in modules():
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                where[node.name].append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+                where[node.name].append(f"{relative(path)}:{node.lineno}")
     assert {name: places for name, places in where.items() if len(places) > 1} == {}
 
 
@@ -156,21 +169,21 @@ def test_every_module_the_course_names_exists():
     missing = []
     for path in prose_files():
         text = sources_of(path)
-        for name in sorted(set(re.findall(r"\btoolkit/[\w/]+\.py\b", text))):
+        for name in sorted(set(re.findall(r"\b(?:toolkit|course)/[\w/]+\.py\b", text))):
             if not (ROOT / name).is_file():
-                missing.append(f"{path.relative_to(ROOT)}: {name}")
-        for name in sorted(set(re.findall(r"\btoolkit(?:\.[A-Za-z_]\w*)+", text))):
+                missing.append(f"{relative(path)}: {name}")
+        for name in sorted(set(re.findall(r"\b(?:toolkit|course)(?:\.[A-Za-z_]\w*)+", text))):
             if not resolves(name):
-                missing.append(f"{path.relative_to(ROOT)}: {name}")
+                missing.append(f"{relative(path)}: {name}")
     assert missing == []
 
 
 def test_the_readme_map_lists_every_module():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `toolkit/(\w+)/`[^|]*\|[^|]*\|(.*)\|$", readme, re.M)}
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(?:toolkit|course)/(\w+)/`[^|]*\|[^|]*\|(.*)\|$", readme, re.M)}
     assert set(rows) == set(RANK)
     missing = [f"{part}/{p.stem}" for part in RANK if part != "present"
-               for p in (PACKAGE / part).glob("*.py") if p.name != "__init__.py" and f"`{p.stem}`" not in rows[part]]
+               for p in ((COURSE if part == "worlds" else PACKAGE) / part).glob("*.py") if p.name != "__init__.py" and f"`{p.stem}`" not in rows[part]]
     assert missing == []
 
 

@@ -1,8 +1,8 @@
-"""``import toolkit`` stays light, and presentation code stays in toolkit/present/.
+"""``import toolkit`` stays light, and presentation code stays in course/present/.
 
 Students import the toolkit in every chapter and read its modules; the concept modules
 must not drag in plotting, widgets, formula rendering or notebook machinery. Only
-``toolkit/present/`` may import sympy, matplotlib, ipywidgets (and IPython, nbformat).
+``course/present/`` may import sympy, matplotlib, ipywidgets (and IPython, nbformat).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "toolkit"
-PRESENTATION = ("sympy", "matplotlib", "ipywidgets", "IPython", "nbformat", "toolkit.present")
+PRESENTATION = ("sympy", "matplotlib", "ipywidgets", "IPython", "nbformat", "course.present")
 # jsonschema's optional format checkers: `import jsonschema` loads them all when installed
 # (rfc3987_syntax alone builds a grammar for about a second), so `import toolkit` must not.
 FORMAT_EXTRAS = ("rfc3987_syntax", "rfc3339_validator", "rfc3986_validator", "webcolors", "fqdn",
@@ -84,7 +84,7 @@ def presentation_imports(path: Path) -> list[str]:
 def test_no_concept_module_imports_presentation_code():
     assert concept_modules(), "toolkit/ has no modules?"
     offenders = [o for path in concept_modules() for o in presentation_imports(path)]
-    assert offenders == [], "move this into toolkit/present/: " + "; ".join(offenders)
+    assert offenders == [], "move this into course/present/: " + "; ".join(offenders)
 
 
 def test_the_static_check_sees_every_import_form(tmp_path, monkeypatch):
@@ -93,8 +93,8 @@ def test_the_static_check_sees_every_import_form(tmp_path, monkeypatch):
     module = fake / "chapter.py"
     module.write_text(
         "import json\n"
-        "from . import present\n"
-        "from .present.plots import draw\n"
+        "from course import present\n"
+        "from course.present.plots import draw\n"
         "def show():\n"
         "    import matplotlib.pyplot as plt\n"
         "    from sympy import Symbol\n"
@@ -103,9 +103,9 @@ def test_the_static_check_sees_every_import_form(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     assert presentation_imports(module) == [
-        "toolkit/chapter.py:2 imports toolkit.present",
-        "toolkit/chapter.py:3 imports toolkit.present.plots",
-        "toolkit/chapter.py:3 imports toolkit.present.plots.draw",
+        "toolkit/chapter.py:2 imports course.present",
+        "toolkit/chapter.py:3 imports course.present.plots",
+        "toolkit/chapter.py:3 imports course.present.plots.draw",
         "toolkit/chapter.py:5 imports matplotlib.pyplot",
         "toolkit/chapter.py:6 imports sympy",
         "toolkit/chapter.py:6 imports sympy.Symbol",
@@ -115,7 +115,7 @@ def test_the_static_check_sees_every_import_form(tmp_path, monkeypatch):
 
 FIRST_CHECK = """
 import toolkit as tk
-from toolkit.worlds import CREATE_INVOICE, Books
+from course.worlds import CREATE_INVOICE, Books
 books = Books(orders={"order-431": {"approved": True}})
 host = tk.Host.of([tk.Tool(CREATE_INVOICE, books.issue)], tk.Caller("a", frozenset({"billing.write"})), books)
 assert host.check(tk.request("create_invoice", {"order_id": "order-431", "amount": 100, "currency": "EUR",

@@ -1,6 +1,6 @@
 """The evaluate loop: refusal is a normal transition, and the ledger stands between retries and effects."""
 import toolkit as tk
-from toolkit.worlds import CREATE_INVOICE, Books
+from course.worlds import CREATE_INVOICE, Books
 
 ARGS = {"order_id": "order-431", "amount": 100, "currency": "EUR", "idempotency_key": "invoice:order-431:v1"}
 

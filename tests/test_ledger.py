@@ -6,9 +6,9 @@ import sqlite3
 import pytest
 
 import toolkit as tk
-from toolkit.worlds import billing_service
-from toolkit.worlds import CREATE_INVOICE, Books
-from toolkit.worlds import race
+from course.worlds import billing_service
+from course.worlds import CREATE_INVOICE, Books
+from course.worlds import race
 from toolkit.core import MAX_DEPTH
 from toolkit.effects import (Answer, Ledger, LedgerStatus, MemoryLedger, SqliteLedger, canonical_json, connect,
                              decode_result, encode_result, fingerprint, invoke, transaction)

@@ -2,7 +2,7 @@
 import pytest
 
 import toolkit as tk
-from toolkit.worlds import CREATE_INVOICE, Books
+from course.worlds import CREATE_INVOICE, Books
 
 BILLING = tk.Caller("agent-427", frozenset({"billing.write"}))
 GOOD = {"order_id": "order-431", "amount": 100, "currency": "EUR", "idempotency_key": "invoice:order-431:v1"}

@@ -14,7 +14,7 @@ import pytest
 import toolkit as tk
 from toolkit.live import (LiveConfigError, LiveRunError, ModelPolicy, ReplayServer, chat_for, endpoint_from,
                           recording, recording_names, replay_server, run_task)
-from toolkit.worlds import CREATE_INVOICE, Books
+from course.worlds import CREATE_INVOICE, Books
 
 ROOT = Path(__file__).resolve().parent.parent
 VENDORS = ("openai", "anthropic")

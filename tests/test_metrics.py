@@ -2,7 +2,7 @@
 import pytest
 
 from toolkit.effects import CallRow, Rate, measure, rows_from_attempts, rows_from_audit
-from toolkit.worlds import MALFORMED, drift, invoice_contract, log_books, simulate_log
+from course.worlds import MALFORMED, drift, invoice_contract, log_books, simulate_log
 
 
 @pytest.fixture(scope="module")

@@ -95,7 +95,7 @@ def private_tmp(monkeypatch):
 
 # ------------------------------------------------------------------ the flows
 def crash_flows() -> None:
-    from toolkit.worlds import crash_matrix, run_scenario
+    from course.worlds import crash_matrix, run_scenario
 
     assert run_scenario("naive", "after_effect_before_ledger")["invoice_count"] == 2
     assert run_scenario("keyed", "after_ledger", durable=False)["invoice_count"] == 1
@@ -105,7 +105,7 @@ def crash_flows() -> None:
 
 
 def race_flows() -> None:
-    from toolkit.worlds import race
+    from course.worlds import race
 
     for mode in ("atomic", "external"):
         outcome = race(processes=3, keys=6, mode=mode)
@@ -113,7 +113,7 @@ def race_flows() -> None:
 
 
 def billing_flows(folder: Path) -> None:
-    from toolkit.worlds import BillingClient, start
+    from course.worlds import BillingClient, start
 
     with start(folder / "billing.db", honour_keys=True) as service:
         client = BillingClient(service.port)
@@ -128,7 +128,7 @@ def billing_flows(folder: Path) -> None:
 
 
 def agent427_flows() -> None:
-    from toolkit.worlds import run_agent427, scenario_copy
+    from course.worlds import run_agent427, scenario_copy
 
     for _ in range(3):
         episode = run_agent427()
@@ -140,7 +140,7 @@ def agent427_flows() -> None:
 
 def demo_tree_and_witness_flows() -> None:
     from toolkit.files import recording_opens
-    from toolkit.worlds import REQUESTS, attempt, demo_workspace
+    from course.worlds import REQUESTS, attempt, demo_workspace
 
     with demo_workspace() as tree:
         for label in REQUESTS:
@@ -217,7 +217,7 @@ def test_nested_witness_blocks_each_keep_their_own_list():
 
 
 def test_a_hung_worker_is_killed_not_waited_for_forever():
-    from toolkit.worlds.children import process_context, reap
+    from course.worlds.children import process_context, reap
 
     ctx = process_context()
     worker = ctx.Process(target=time.sleep, args=(60,))

@@ -1,8 +1,8 @@
 """The chapter widgets, driven from plain Python: set a value, read what the panel shows."""
 import toolkit as tk
-from toolkit.worlds import CREATE_INVOICE, Books
-from toolkit.present.legality_panel import LegalityPanel
-from toolkit.present.scoring_panel import ScoringPanel
+from course.worlds import CREATE_INVOICE, Books
+from course.present.legality_panel import LegalityPanel
+from course.present.scoring_panel import ScoringPanel
 
 GOOD = {"order_id": "order-431", "amount": 120.0, "currency": "EUR", "idempotency_key": "k"}
 
@@ -43,7 +43,7 @@ import re as _re
 
 import pytest
 
-from toolkit.present.svg import drawn_html, svg_text
+from course.present.svg import drawn_html, svg_text
 
 
 def drawn(value: str, attribute: str) -> list[str]:
@@ -70,8 +70,8 @@ def test_svg_pieces_escape_what_they_show():
 
 def test_a_drawn_panel_opens_as_the_text_view_did_and_holds_no_double_quote():
     """A notebook stores each panel widget's short repr; it must read as before the panels drew."""
-    from toolkit.present.stream_panel import StreamPanel
-    from toolkit.present.text_view import pre_html
+    from course.present.stream_panel import StreamPanel
+    from course.present.text_view import pre_html
 
     panel = StreamPanel("openai_stream.txt", position=3)
     assert panel.view.value.startswith(pre_html("")[:40]) and '"' not in panel.view.value
@@ -103,7 +103,7 @@ def test_scoring_drawing_frames_the_chosen_option():
 
 
 def test_invoice_lanes_draw_the_crash_and_every_invoice():
-    from toolkit.present.invoice_panel import InvoicePanel
+    from course.present.invoice_panel import InvoicePanel
 
     panel = InvoicePanel(durable=True, atomic=False, honours=False, crash="after_effect_before_ledger")
     value = panel.view.value
@@ -117,7 +117,7 @@ def test_invoice_lanes_draw_the_crash_and_every_invoice():
 
 
 def test_retry_axis_draws_one_wait_per_retry_and_the_escalation():
-    from toolkit.present.backoff_panel import BackoffPanel
+    from course.present.backoff_panel import BackoffPanel
 
     panel = BackoffPanel(beta=2, n_max=4, d0=1, jitter="none")
     assert drawn(panel.view.value, "wait") == ["1", "2", "4", "8"] and drawn(panel.view.value, "escalation") == ["15"]
@@ -128,7 +128,7 @@ def test_retry_axis_draws_one_wait_per_retry_and_the_escalation():
 
 
 def test_stream_buffers_fill_until_the_completion_event():
-    from toolkit.present.stream_panel import StreamPanel
+    from course.present.stream_panel import StreamPanel
 
     panel = StreamPanel("openai_stream.txt", position=3)
     assert drawn(panel.view.value, "fragment") == ["1", "2", "3"]
@@ -150,7 +150,7 @@ def test_stream_buffers_fill_until_the_completion_event():
     ("cut JSON chunk", {}, "complete call"),
 ])
 def test_read_file_ladder_marks_the_rung_that_refused(request_, layers, refused):
-    from toolkit.present.read_file_panel import ReadFilePanel
+    from course.present.read_file_panel import ReadFilePanel
 
     with ReadFilePanel() as panel:
         panel.set(request=request_, path=layers.get("path", True))

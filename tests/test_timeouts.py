@@ -5,7 +5,7 @@ from toolkit.core import ToolCall
 from toolkit.core import FailureClass, Status
 from toolkit.effects import (COMPENSATION, TimeoutDecision, RetryKind, TimeoutRuntime, classify_retry,
                              compensation_table)
-from toolkit.worlds import IssueTracker, create_issue_illustration
+from course.worlds import IssueTracker, create_issue_illustration
 
 KEY = "issue:login-button:v1"
 

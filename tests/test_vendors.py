@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import toolkit as tk
 import toolkit.wire as v
-from toolkit.worlds import CREATE_INVOICE
+from course.worlds import CREATE_INVOICE
 from toolkit.wire import anthropic_stream, openai_stream
 from toolkit.wire import IdMap, Refusal, fixture
 

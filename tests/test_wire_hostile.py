@@ -17,7 +17,7 @@ import pytest
 import toolkit as tk
 from toolkit.core import (MAX_CALL_ID_CHARS, MAX_DEPTH, MAX_ERRORS_PER_CALL, MAX_EVENT_BYTES, MAX_NAME_CHARS,
                           MAX_OPEN_CALLS)
-from toolkit.present.stream_panel import moment_text
+from course.present.stream_panel import moment_text
 from toolkit.wire import (AnthropicStream, Assembler, IdMap, OpenAIStream, Refusal, SSEDecoder, StreamBroken,
                           anthropic_stream, openai_stream, pairing_problems, replay, run_round)
 

@@ -32,7 +32,7 @@ Rules of the house (``tests/test_house_rules.py`` holds them):
 7. Whatever starts threads, processes or temporary folders is a context manager that cleans up.
 
 Importing ``toolkit`` is light: sympy, matplotlib and ipywidgets load only
-inside ``toolkit.present``, when a chapter draws or shows something, and
+inside ``course.present``, when a chapter draws or shows something, and
 ``worlds`` loads only when a chapter asks for its scenery.
 """
 from toolkit.core import (Attempt, CallIds, Caller, Choice, Condition, Contract, FailureClass, Host, Option, Outcome,

@@ -1,6 +1,6 @@
 """Chapter 03: Agent-427's proposal under the legality panel: three switches, three real inputs.
 
-The switches and what each one changes are ``toolkit.worlds.agent427_switches``:
+The switches and what each one changes are ``course.worlds.agent427_switches``:
 the call's fields, the caller's write scope, the imported name. Each
 combination is validated for real against a copy of the scenario that is only
 ever read; ``LegalityPanel`` shows the result.
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from toolkit.worlds import agent427_scenario
-from toolkit.present.legality_panel import LegalityPanel
+from course.worlds import agent427_scenario
+from course.present.legality_panel import LegalityPanel
 
 LABELS = ("the call uses the declared fields", "the caller holds fs.write", "the imported symbol is exported")
 
@@ -18,7 +18,7 @@ LABELS = ("the call uses the declared fields", "the caller holds fs.write", "the
 def agent427_panel(workspace: Path | str | None = None) -> LegalityPanel:
     """The chapter's panel: Agent-427's proposal, with all three switches on (a legal call) to begin with.
 
-    ``workspace`` as for ``toolkit.worlds.agent427_switches.agent427_scenario``; by default each
+    ``workspace`` as for ``course.worlds.agent427_switches.agent427_scenario``; by default each
     verdict gets its own throwaway copy.
     """
     return LegalityPanel(agent427_scenario(workspace), LABELS)

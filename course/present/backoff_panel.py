@@ -9,7 +9,7 @@ separately, as a check the student can read beside it.
 from __future__ import annotations
 
 from toolkit.effects import Jitter, RetryPolicy, plan_rows, walk
-from toolkit.present.svg import (AMBER, BLUE, FAINT, GREY, INK, LIGHT_AMBER, MUTED, PAPER, RED, drawn_html,
+from course.present.svg import (AMBER, BLUE, FAINT, GREY, INK, LIGHT_AMBER, MUTED, PAPER, RED, drawn_html,
                                  svg_circle, svg_figure, svg_line, svg_rect, svg_text)
 
 BAR_WIDTH = 24   # characters of the longest bar in the text view

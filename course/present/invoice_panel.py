@@ -1,9 +1,9 @@
 """Chapter 05: a live view of the duplicate-invoice trace: choose the guards and the crash point, watch the invoices.
 
-Every trace the panel shows comes from a real run (``toolkit.worlds.crash.run_scenario``):
+Every trace the panel shows comes from a real run (``course.worlds.crash.run_scenario``):
 a child process really dies (SIGKILL) at the chosen point, a retry follows, and
 the invoices are counted in billing's own database. Which run a setting plays
-is ``toolkit.worlds.crash_designs.guarded_run``. A run gives the same trace every
+is ``course.worlds.crash_designs.guarded_run``. A run gives the same trace every
 time, so each run is played once and cached. The words shown tell the scenario:
 what the agent does, what happened, how many invoices are left.
 """
@@ -13,8 +13,8 @@ import html
 import re
 from typing import Any, Mapping, Sequence
 
-from toolkit.worlds import CRASH_POINTS, GuardedRun, crash_matrix, guarded_run, run_scenario
-from toolkit.present.svg import (AMBER, BLUE, FAINT, GREEN, INK, LIGHT_BLUE, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED,
+from course.worlds import CRASH_POINTS, GuardedRun, crash_matrix, guarded_run, run_scenario
+from course.present.svg import (AMBER, BLUE, FAINT, GREEN, INK, LIGHT_BLUE, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED,
                                  drawn_html, svg_figure, svg_line, svg_lines, svg_rect, svg_text)
 
 #: The dropdown: the scenario's crash points by name, and "no crash".

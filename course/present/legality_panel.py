@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 from toolkit.core import PRE_QUESTIONS, Outcome, Test, Verdict
-from toolkit.present.svg import (GREEN, GREY, INK, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED, drawn_html,
+from course.present.svg import (GREEN, GREY, INK, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED, drawn_html,
                                  svg_circle, svg_figure, svg_lines, svg_rect, svg_text)
 
 #: A scenario maps three switches (schema fixed?, authorized?, ready?) to a real verdict.

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from toolkit.core import Option, choose, flip_point
-from toolkit.present.svg import (AMBER, BLUE, GREEN, GREY, INK, LIGHT_AMBER, LIGHT_BLUE, LIGHT_GREEN, LIGHT_RED,
+from course.present.svg import (AMBER, BLUE, GREEN, GREY, INK, LIGHT_AMBER, LIGHT_BLUE, LIGHT_GREEN, LIGHT_RED,
                                  MUTED, PAPER, RED, drawn_html, svg_figure, svg_line, svg_rect, svg_text)
 
 #: One (line, shading) colour pair per legal option, in the order the options are given.

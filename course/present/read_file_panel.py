@@ -2,9 +2,9 @@
 
 ``ReadFilePanel`` puts a dropdown of the chapter's ``REQUESTS`` and one
 checkbox per ``READ_FILE_LAYERS`` switch in front of
-``toolkit.worlds.attempt``, and draws what the attempt reports. Drive it from
+``course.worlds.attempt``, and draws what the attempt reports. Drive it from
 Python with ``.set(request=..., schema=False)`` and read ``.text()``. The
-world it acts on is a ``toolkit.worlds.DemoTree``; without one the panel makes
+world it acts on is a ``course.worlds.DemoTree``; without one the panel makes
 its own in a temporary folder, removed by ``close()`` (or a ``with`` block).
 """
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 from toolkit.files import READ_FILE_LAYERS
 import re
 
-from toolkit.present.svg import (FAINT, GREEN, GREY, INK, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED, drawn_html,
+from course.present.svg import (FAINT, GREEN, GREY, INK, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED, drawn_html,
                                  svg_figure, svg_line, svg_lines, svg_rect, svg_text)
-from toolkit.worlds import REQUESTS, Attempted, DemoTree, attempt, demo_workspace
+from course.worlds import REQUESTS, Attempted, DemoTree, attempt, demo_workspace
 
 
 #: The ladder a request climbs, bottom to top: (rung, what it asks, the host test or executor rung it stands for).

@@ -7,7 +7,7 @@ it (inline SVG, like the panels, so no plotting library is imported for it).
 from __future__ import annotations
 
 from toolkit.effects import RetryPolicy, arrival_times, jitter_waits, peak_load
-from toolkit.present.svg import BLUE, FAINT, INK, MUTED, PAPER, RED, svg_circle, svg_figure, svg_line, svg_rect, svg_text
+from course.present.svg import BLUE, FAINT, INK, MUTED, PAPER, RED, svg_circle, svg_figure, svg_line, svg_rect, svg_text
 
 
 def herd_svg(policy: RetryPolicy, clients: int = 20, seed: int = 0, window: float = 0.1) -> str:

@@ -6,7 +6,7 @@
 it ends in, and an arrow from each call to every call that waits for it. If
 every call takes one step, a plan of waves ``[[r1, r2, w1], [w2], [r3]]`` needs
 three steps where one-at-a-time needs five. The same drawing shows a measured
-run: ``toolkit.worlds.step_recorder.StepRecorder.rows()`` has the same shape, in
+run: ``course.worlds.step_recorder.StepRecorder.rows()`` has the same shape, in
 steps measured without a clock.
 
 ``timeline`` returns a ``Timeline``: a notebook shows its SVG drawing, and its
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from toolkit.present.svg import (AMBER, BLUE, FAINT, GREY, INK, LIGHT_AMBER, LIGHT_BLUE, MUTED, PAPER, svg_figure,
+from course.present.svg import (AMBER, BLUE, FAINT, GREY, INK, LIGHT_AMBER, LIGHT_BLUE, MUTED, PAPER, svg_figure,
                                  svg_arrow, svg_line, svg_rect, svg_text)
 
 Row = Mapping[str, Any]

@@ -15,7 +15,7 @@ the same chunks, one at a time; this module only writes it out and draws it.
 from __future__ import annotations
 
 from toolkit.wire import Moment, replay
-from toolkit.present.svg import (AMBER, BLUE, FAINT, GREEN, INK, LIGHT_AMBER, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER,
+from course.present.svg import (AMBER, BLUE, FAINT, GREEN, INK, LIGHT_AMBER, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER,
                                  RED, drawn_html, svg_figure, svg_rect, svg_text)
 
 WAITING = "cannot execute: no completion event yet"

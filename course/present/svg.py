@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import textwrap
 
-from toolkit.present.text_view import STYLE
+from course.present.text_view import STYLE
 
 INK, MUTED, FAINT, PAPER = "#24292f", "#57606a", "#d0d7de", "#f6f8fa"
 GREEN, RED, AMBER, BLUE, GREY = "#1a7f37", "#cf222e", "#bf8700", "#0969da", "#8c959f"

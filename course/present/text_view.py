@@ -1,6 +1,6 @@
 """Chapters 01-08: a monospaced text block for a page, optionally with a coloured edge (for text-only views).
 
-The chapter panels draw instead (``toolkit.present.svg``) and keep their text form hidden beside the drawing.
+The chapter panels draw instead (``course.present.svg``) and keep their text form hidden beside the drawing.
 
 Monospace keeps the panels' columns lined up in JupyterLab and in Voila alike
 (Voila's page styles would otherwise set ``<pre>`` in a proportional font).

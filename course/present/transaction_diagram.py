@@ -20,7 +20,7 @@ import textwrap
 # Branch, Stage and status_of are not used here; they stay importable as ``transaction_diagram.X`` for chapter 01.
 from toolkit.effects import (BRANCHES, STAGES, Branch, RecordState, Stage, main_moves, moves, not_drawn,
                              status_of)
-from toolkit.present.svg import (AMBER, BLUE, GREY, INK, MUTED, PAPER, RED, svg_arrow, svg_figure, svg_lines, svg_rect,
+from course.present.svg import (AMBER, BLUE, GREY, INK, MUTED, PAPER, RED, svg_arrow, svg_figure, svg_lines, svg_rect,
                                  svg_text)
 
 S = RecordState

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.core import ScriptedPolicy, State, ToolCall, ToolError, ToolResult, evaluate, request
-from toolkit.worlds.agent427 import (BUILD_SCRIPT, TASK, Proposal, ProposalHost, corrected_proposal, episode_host,
+from course.worlds.agent427 import (BUILD_SCRIPT, TASK, Proposal, ProposalHost, corrected_proposal, episode_host,
                                      first_proposal, read_build_script, scenario_copy, transition)
 
 

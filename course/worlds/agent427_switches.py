@@ -9,7 +9,7 @@
   between ``load_manifest`` and ``load_publication_manifest``.
 
 ``agent427_scenario`` validates each combination for real
-(``toolkit.worlds.agent427.validate``: the call through the ``edit_file``
+(``course.worlds.agent427.validate``: the call through the ``edit_file``
 contract, the code through the export reader) against a copy of the scenario
 that is only ever read. The legality panel of chapter 03 shows the verdicts.
 """
@@ -20,7 +20,7 @@ from typing import Callable
 
 from toolkit.core import Caller, Test, ToolError, Verdict, request
 from toolkit.files import make_edit_file, make_inspect_exports
-from toolkit.worlds.agent427 import (AGENT, BUILD_SCRIPT, MODULE, Proposal, ProposalHost, corrected_proposal,
+from course.worlds.agent427 import (AGENT, BUILD_SCRIPT, MODULE, Proposal, ProposalHost, corrected_proposal,
                                      episode_host, scenario_copy, validate)
 
 #: The same agent, with its write scope taken away.
@@ -56,7 +56,7 @@ def _each_error_once(verdict: Verdict) -> Verdict:
 def agent427_scenario(workspace: Path | str | None = None) -> Callable[[bool, bool, bool], Verdict]:
     """``(declared_fields, holds_write, exported) -> Verdict``, the three switches' verdicts.
 
-    With a ``workspace`` (a copy made by ``toolkit.worlds.agent427.copy_scenario``), every
+    With a ``workspace`` (a copy made by ``course.worlds.agent427.copy_scenario``), every
     verdict is computed against it; it is read, never written. Without one, each
     verdict is computed in a fresh copy of the scenario that is deleted as soon as
     the verdict is known, so a panel leaves no folder behind however its kernel ends.

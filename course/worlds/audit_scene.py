@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from toolkit.core import Caller, Contract, Host, Retry, Tool, ToolCall, request
-from toolkit.worlds.books import Books
-from toolkit.worlds.catalog import CREATE_INVOICE
-from toolkit.worlds.scratch import ScratchFolder
+from course.worlds.books import Books
+from course.worlds.catalog import CREATE_INVOICE
+from course.worlds.scratch import ScratchFolder
 
 #: Per order, the fault each attempt meets ("ok" once the script runs out).
 FAULT_SCRIPT: dict[str, tuple[str, ...]] = {

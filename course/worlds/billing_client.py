@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from toolkit.core import Status, ToolFailure
-from toolkit.worlds.billing_http import LOOPBACK, STUDENT_HEADER
+from course.worlds.billing_http import LOOPBACK, STUDENT_HEADER
 
 
 class BillingClient:

@@ -1,6 +1,6 @@
 """Chapter 05: the billing service as its own process: plain HTTP + JSON on 127.0.0.1, and its client.
 
-    python -m toolkit.worlds.billing_http serve --db billing.db --port 0 [--honour-keys] [--prefix /services/billing/]
+    python -m course.worlds.billing_http serve --db billing.db --port 0 [--honour-keys] [--prefix /services/billing/]
 
 It listens on 127.0.0.1 only and speaks a few routes:
 
@@ -23,8 +23,8 @@ reaches a handler gets a JSON answer, an unexpected error included (500).
 ``start`` runs it in a child process and returns a ``BillingProcess``, a
 context manager that stops the process on exit (SIGTERM, then SIGKILL if it
 does not go) and closes its pipe. The logic behind the routes is
-``toolkit.worlds.billing_service.BillingService``; the client that talks to it
-is ``toolkit.worlds.billing_client.BillingClient``.
+``course.worlds.billing_service.BillingService``; the client that talks to it
+is ``course.worlds.billing_client.BillingClient``.
 """
 from __future__ import annotations
 
@@ -40,9 +40,9 @@ from typing import Any, Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from toolkit.core import ToolError
-from toolkit.worlds.billing_service import BillingService
-from toolkit.worlds.catalog import CREATE_INVOICE
-from toolkit.worlds.children import process_context, reap
+from course.worlds.billing_service import BillingService
+from course.worlds.catalog import CREATE_INVOICE
+from course.worlds.children import process_context, reap
 
 #: The largest request body accepted, in bytes.
 MAX_BODY = 64 * 1024
@@ -277,7 +277,7 @@ def _stop_on_signals() -> None:
 
 
 def billing_main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m toolkit.worlds.billing_http", description="Run the billing service.")
+    parser = argparse.ArgumentParser(prog="python -m course.worlds.billing_http", description="Run the billing service.")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("serve", help="serve on 127.0.0.1")
     run.add_argument("--db", required=True, help="the SQLite file for invoices")

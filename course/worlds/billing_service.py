@@ -11,7 +11,7 @@ with an HTTP status and a JSON body, never with an exception: an amount too
 large to book is a 400, a database that stays locked is a 503, anything else a
 500, and each says that nothing was created. An invoice may carry a student tag
 (the class experiment's: who made it; empty by default, and then left out of
-the invoice's dict). ``toolkit.worlds.billing_http``
+the invoice's dict). ``course.worlds.billing_http``
 serves it from its own process on 127.0.0.1, one thread per request: the
 service's own connection belongs to the thread that made it, and every other
 thread opens its own for one request (SQLite's write lock, taken by
@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 
 from toolkit.core import Status, ToolError, ToolFailure, parse_arguments, schema_errors, scrub_error, secret_values
 from toolkit.effects import connect, fingerprint, transaction
-from toolkit.worlds.catalog import CREATE_INVOICE
+from course.worlds.catalog import CREATE_INVOICE
 
 #: The number of the first invoice (the chapter's trace starts at INV-9).
 FIRST_NUMBER = 9

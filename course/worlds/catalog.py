@@ -2,7 +2,7 @@
 
 ``create_invoice`` is the chapter's example contract. Its preconditions and
 postcondition read a *world*: any object with ``order(order_id)`` and
-``invoices_with_key(key)``; ``toolkit.worlds.books.Books`` is one.
+``invoices_with_key(key)``; ``course.worlds.books.Books`` is one.
 ``invoice_contract()`` is the same contract with chapter 07's extra promise
 (the invoice bills the amount asked for), which also reads ``invoice(id)``.
 """

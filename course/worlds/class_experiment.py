@@ -16,7 +16,7 @@ timeout: the outcome is unknown). Then the agent retries.
 On the course hub every student's kernel finds the class's shared service
 in ``COURSE_BILLING_URL`` (``class_billing_url``) and tags each invoice with
 the student (``JUPYTERHUB_USER``), so the instructor's dashboard
-(``toolkit.worlds.class_tally``) counts the room's duplicates live. Without
+(``course.worlds.class_tally``) counts the room's duplicates live. Without
 a hub, ``run_class_experiment`` starts a billing service of its own on this
 machine for the length of the call, and says so.
 """
@@ -31,9 +31,9 @@ from typing import Iterator
 
 from toolkit.core import FailureClass, Status, ToolFailure
 from toolkit.effects import LedgerStatus, SqliteLedger
-from toolkit.worlds.billing_client import BillingClient
-from toolkit.worlds.billing_http import start
-from toolkit.worlds.billing_service import student_errors
+from course.worlds.billing_client import BillingClient
+from course.worlds.billing_http import start
+from course.worlds.billing_service import student_errors
 
 #: The variable the hub sets in every student's kernel: the shared billing service's URL.
 BILLING_URL_VARIABLE = "COURSE_BILLING_URL"

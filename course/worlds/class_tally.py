@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from toolkit.core import ToolFailure
-from toolkit.worlds.billing_client import BillingClient
+from course.worlds.billing_client import BillingClient
 
 #: How an invoice made without a student tag is counted.
 UNTAGGED = "(untagged)"

@@ -8,7 +8,7 @@ The chapter's five lines::
     t3  agent retries without an external idempotency guarantee
     t4  billing service creates INV-10 for the same order
 
-``run_scenario`` plays them for real. The agent (``toolkit.worlds.crash_agents``)
+``run_scenario`` plays them for real. The agent (``course.worlds.crash_agents``)
 runs in a child process that kills itself at a named crash point; a second
 child retries. The billing service is a third process with its own SQLite
 database. The trace is assembled from what each process wrote to a shared
@@ -17,7 +17,7 @@ event file, and the invoice count is read from billing's database.
 ``run_scenarios`` plays several runs side by side, each with its own folder
 and processes: a run is a generator that yields whenever it waits for one of
 its processes, and one loop moves every run on as soon as what it waits for
-is over (``toolkit.worlds.crash_designs`` builds the chapter's comparisons on it).
+is over (``course.worlds.crash_designs`` builds the chapter's comparisons on it).
 """
 from __future__ import annotations
 
@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any, Generator, Iterable
 
 from toolkit.effects import SqliteLedger, connect
-from toolkit.worlds.billing_http import serve_child as _billing_child   # the billing process: serve, say the port once
-from toolkit.worlds.billing_service import list_invoices, open_books
-from toolkit.worlds.catalog import CREATE_INVOICE
-from toolkit.worlds.children import in_one_child, process_context, reap
-from toolkit.worlds.crash_agents import CRASH_POINTS, KILLED, MODES, EventLog, agent
+from course.worlds.billing_http import serve_child as _billing_child   # the billing process: serve, say the port once
+from course.worlds.billing_service import list_invoices, open_books
+from course.worlds.catalog import CREATE_INVOICE
+from course.worlds.children import in_one_child, process_context, reap
+from course.worlds.crash_agents import CRASH_POINTS, KILLED, MODES, EventLog, agent
 
 
 def run_scenario(mode: str = "naive", crash_at: str = "after_effect_before_ledger", *, durable: bool = True,
@@ -223,8 +223,8 @@ def _state(work: Path, mode: str) -> dict[str, Any]:
 
 
 def crash_main() -> None:
-    """``python -m toolkit.worlds.crash``: the naive trace, then the whole matrix."""
-    from toolkit.worlds.crash_designs import crash_matrix, matrix_table
+    """``python -m course.worlds.crash``: the naive trace, then the whole matrix."""
+    from course.worlds.crash_designs import crash_matrix, matrix_table
 
     outcome = run_scenario("naive", "after_effect_before_ledger")
     print("\n".join(outcome["trace"]))

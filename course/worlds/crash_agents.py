@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.effects import LedgerStatus, MemoryLedger, SqliteLedger
-from toolkit.worlds.billing_client import BillingClient
-from toolkit.worlds.billing_service import issue_invoice
+from course.worlds.billing_client import BillingClient
+from course.worlds.billing_service import issue_invoice
 
 KEY = "invoice:order-431:v1"
 ORDER: dict[str, Any] = {"order_id": "order-431", "amount": 120.0, "currency": "EUR", "idempotency_key": KEY}

@@ -4,7 +4,7 @@
 atomic ledger, a billing service that honours keys): the chapter's panel shows
 it, and ``AGENT_TEXT`` says in the scenario's words what that run's agent does.
 ``crash_matrix`` plays every crash point against every design, all runs side
-by side (``toolkit.worlds.crash.run_scenarios``), and counts the invoices
+by side (``course.worlds.crash.run_scenarios``), and counts the invoices
 each left behind; ``matrix_table`` prints it.
 """
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from toolkit.worlds.crash import run_scenarios
-from toolkit.worlds.crash_agents import CRASH_POINTS, MODES
+from course.worlds.crash import run_scenarios
+from course.worlds.crash_agents import CRASH_POINTS, MODES
 
 #: What each agent does, in the scenario's words, with its ledger on disk (True) or in memory (False).
 AGENT_TEXT: dict[tuple[str, bool], str] = {

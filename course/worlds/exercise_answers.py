@@ -23,7 +23,7 @@ from typing import Any, Callable
 from toolkit.core import Host, ToolResult
 from toolkit.files import make_read_file
 from toolkit.wire import IdMap, openai_calls
-from toolkit.worlds.scratch import ScratchFolder
+from course.worlds.scratch import ScratchFolder
 
 DESK_TODO = "1. ship the invoice fix\n2. answer Ana\n"
 DESK_SECRET = "planted secret\n"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from toolkit.core import Option, ToolError, check, request
 from toolkit.files import edit_file_contract
-from toolkit.worlds.agent427 import AGENT, SCENARIO
+from course.worlds.agent427 import AGENT, SCENARIO
 
 
 def choice_candidates() -> tuple[Option, Option, Option, ToolError]:

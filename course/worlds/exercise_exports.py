@@ -23,8 +23,8 @@ import sys
 from typing import Iterable
 
 from toolkit.core import ToolError
-from toolkit.worlds.agent427 import copy_scenario
-from toolkit.worlds.scratch import ScratchFolder
+from course.worlds.agent427 import copy_scenario
+from course.worlds.scratch import ScratchFolder
 
 #: A module with a side effect on import, so a check that imports it is caught.
 TEXTSTATS = '''"""Word statistics for the book's chapters."""

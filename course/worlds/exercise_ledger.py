@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from toolkit.effects import connect, fingerprint, transaction
-from toolkit.worlds import billing_service
-from toolkit.worlds.children import in_one_child, process_context, reap
-from toolkit.worlds.crash_agents import CRASH_POINTS, KILLED, ORDER, die_at
+from course.worlds import billing_service
+from course.worlds.children import in_one_child, process_context, reap
+from course.worlds.crash_agents import CRASH_POINTS, KILLED, ORDER, die_at
 
 LEDGER_TABLE = """CREATE TABLE IF NOT EXISTS ledger (
     key         TEXT PRIMARY KEY,

@@ -18,8 +18,8 @@ from typing import Any
 from toolkit.core import Caller, Host, Status, Tool, request
 from toolkit.effects import (Action, AuditLog, MetricsReport, RetryController, RetryDecision, RetryPolicy,
                              RetryState, measure, rows_from_attempts, rows_from_audit, run_audited)
-from toolkit.worlds.books import LOG_FAULTS, Books
-from toolkit.worlds.catalog import invoice_contract
+from course.worlds.books import LOG_FAULTS, Books
+from course.worlds.catalog import invoice_contract
 
 #: Ways a model's habits break the invoice schema (each is caught by the real validator).
 MALFORMED = (

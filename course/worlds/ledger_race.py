@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.effects import LedgerStatus, SqliteLedger, transaction
-from toolkit.worlds.children import in_one_child, process_context, reap
-from toolkit.worlds.crash_agents import EventLog
+from course.worlds.children import in_one_child, process_context, reap
+from course.worlds.crash_agents import EventLog
 
 
 def race(processes: int = 4, keys: int = 20, mode: str = "atomic", *, context: str | None = None) -> dict[str, Any]:

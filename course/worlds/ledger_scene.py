@@ -18,8 +18,8 @@ from typing import Any
 
 from toolkit.core import FailureClass, Status, ToolCall, ToolFailure, request
 from toolkit.effects import Ledger
-from toolkit.worlds.books import Books
-from toolkit.worlds.crash_agents import ORDER
+from course.worlds.books import Books
+from course.worlds.crash_agents import ORDER
 
 #: The second order of the chapter, with its own key (the lost answer bills it).
 ORDER_432: dict[str, Any] = {**ORDER, "order_id": "order-432", "idempotency_key": "invoice:order-432:v1"}

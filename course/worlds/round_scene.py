@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 from toolkit.core import Contract, Host, Tool, ToolCall, ToolResult, request
 from toolkit.files import Workspace, make_read_file, path_guard
-from toolkit.worlds.scratch import ScratchFolder
+from course.worlds.scratch import ScratchFolder
 
 #: The files the workspace starts with.
 ROUND_FILES: dict[str, str] = {

@@ -8,7 +8,7 @@ when every one of them is in flight at the same moment, so a run that does not
 really overlap them fails loudly instead of merely looking slower. Wall-clock
 time never appears, so the numbers are the same on every run and every
 machine. Its rows have the shape of ``Plan.rows()``, so the same timeline
-(``toolkit.present.schedule_plots``) draws the plan and the measured run.
+(``course.present.schedule_plots``) draws the plan and the measured run.
 
 Use it as a context manager: leaving the block breaks every barrier (a thread
 still parked at one is released at once, not after ``timeout``) and waits for

@@ -3,7 +3,7 @@
 ``widget_notebooks()`` finds the notebooks that display a widget, by looking at the
 notebooks themselves; ``CHAPTERS`` says, per notebook, what to operate and what the page
 must then show (the chapter's own claim about the widget, in the words the widget prints;
-see ``toolkit/present/*.py``). A widget notebook without an entry fails its browser test,
+see ``course/present/*.py``). A widget notebook without an entry fails its browser test,
 so a new chapter cannot slip through untested.
 
 Each ``Step`` names a control by the label a student reads beside it:

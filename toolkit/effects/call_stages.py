@@ -8,7 +8,7 @@ rejected`` and so on). ``moves()`` checks every move against
 ``records.TRANSITIONS``, and the advice under each branch is read from
 ``toolkit.core.NEXT_STEP`` for the status that lands there. Change the state
 machine and the diagram either follows or refuses to draw; it cannot quietly
-disagree with the code. ``toolkit.present.transaction_diagram`` only draws
+disagree with the code. ``course.present.transaction_diagram`` only draws
 what is listed here.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Chapter 05: the one way this package opens SQLite: WAL, a busy timeout, and transactions we write ourselves.
 
 Every SQLite user here (the durable ledger, the audit log, the billing
-service in ``toolkit.worlds``) opens its file with ``connect`` and writes
+service in ``course.worlds``) opens its file with ``connect`` and writes
 inside ``transaction``, so they all agree on what a commit means:
 
 * ``isolation_level=None``: Python issues no hidden BEGIN; ``transaction``

@@ -14,7 +14,7 @@ The chapter's list, each one a ratio with its numerator and denominator kept
 ``measure`` reads neutral ``CallRow``s; ``rows_from_audit`` builds them from
 an ``AuditLog`` and ``rows_from_attempts`` from a host's attempt log. The
 chapter's example log (200 seeded invoice calls, 6 of them malformed) and the
-drifting habits are scenery: ``toolkit.worlds.invoice_log``.
+drifting habits are scenery: ``course.worlds.invoice_log``.
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ The rule this module enforces:
 ``create_issue(title, key)`` (raising ``RemoteTimeout`` when no answer came)
 and ``find(key)`` (raising ``RecordUnavailable`` when it keeps no record). The
 chapter's stand-in, and the illustration that plays each strategy against it,
-are scenery: ``toolkit.worlds.issue_tracker``.
+are scenery: ``course.worlds.issue_tracker``.
 """
 from __future__ import annotations
 
