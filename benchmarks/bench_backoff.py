@@ -4,7 +4,7 @@
 
 A simulation, not a timing: ``clients`` callers fail at the same instant and all retry
 against one server that serves one request per ``service`` seconds; a request that arrives
-while the server is busy fails and the caller backs off with ``toolkit.effects.backoff.step``
+while the server is busy fails and the caller backs off with ``toolkit.kernel.backoff.step``
 (d0 = 0.1 s, beta = 2, capped at 10 s, n_max = 60). Each trial seeds every caller's
 ``random.Random``, so the numbers repeat exactly. Reported per variant (mean over trials):
 
@@ -22,7 +22,7 @@ import heapq
 import random
 import statistics
 
-from toolkit.effects import Jitter, RetryPolicy, step
+from toolkit.kernel import Jitter, RetryPolicy, step
 
 AIM = 0.5
 

@@ -28,7 +28,7 @@ AIM_SECONDS, AIM_MB = 1.0, 50.0
 
 def host():
     import toolkit as tk
-    from toolkit.core import Contract, ToolFailure
+    from toolkit.kernel import Contract, ToolFailure
     from course.worlds import CREATE_INVOICE, Books
 
     partner = Contract("call_partner", "ask the partner API",

@@ -20,7 +20,7 @@ import time
 import tracemalloc
 from typing import Callable, Iterable
 
-from toolkit.core import MAX_ARGUMENT_BYTES, MAX_EVENT_BYTES, MAX_OPEN_CALLS
+from toolkit._caps import MAX_ARGUMENT_BYTES, MAX_EVENT_BYTES, MAX_OPEN_CALLS
 from toolkit.wire import AnthropicStream, Assembler, OpenAIStream, SSEDecoder, StreamBroken
 
 AIM_SECONDS, AIM_MB = 1.0, 50.0

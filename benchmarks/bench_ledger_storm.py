@@ -42,7 +42,8 @@ from contextlib import ExitStack, closing
 from pathlib import Path
 from typing import Any
 
-from toolkit.effects import LedgerStatus, SqliteLedger, connect
+from toolkit.kernel import LedgerStatus
+from toolkit.effects import SqliteLedger, connect
 from course.worlds import process_context, reap
 
 TOOL = "touch"

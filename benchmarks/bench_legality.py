@@ -4,7 +4,7 @@
 
 Measured (steady state: the validator is compiled and jsonschema imported before timing):
 
-* ``toolkit.core.legality.check(call, CREATE_INVOICE, caller, world)`` on a valid ``create_invoice``
+* ``toolkit.kernel.legality.check(call, CREATE_INVOICE, caller, world)`` on a valid ``create_invoice``
   call: parse the arguments, validate the schema, check the permission and guards, run the
   preconditions and approval rule, build the ``Verdict`` with its three tests;
 * ``Draft202012Validator(schema).is_valid(arguments)``, compiled once before timing: the

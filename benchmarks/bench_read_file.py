@@ -34,8 +34,8 @@ AIM = 3.0
 
 def setup(base: Path) -> dict:
     import toolkit as tk
-    from toolkit.files import make_read_file
-    from toolkit.files import Workspace
+    from toolkit.kernel import make_read_file
+    from toolkit._workspace import Workspace
 
     root = base / "ws"
     (root / "src" / "app").mkdir(parents=True)

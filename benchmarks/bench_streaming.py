@@ -23,7 +23,7 @@ import math
 import time
 from unittest import mock
 
-from toolkit.core import schema
+from toolkit import _schema as schema
 from toolkit.wire import Assembler, OpenAIStream
 
 LINE = 'export const config = { "name": "demo", path: "src/config.ts", retries: 3 };\n'

@@ -8,7 +8,7 @@
     outside/     secrets that must never be read
 
 ``HOSTILE`` pairs a path with the refusal kind the ladder must give it
-(``toolkit.files.refusals.HINTS`` lists the kinds); ``LEGIT`` pairs a path with the
+(``toolkit._paths.HINTS`` lists the kinds); ``LEGIT`` pairs a path with the
 file (relative to ``ws``) it must read. ``{ws}``, ``{out}`` and ``{base}`` in a
 path stand for the absolute folders.
 

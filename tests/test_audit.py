@@ -4,10 +4,12 @@ import sqlite3
 import pytest
 
 import toolkit as tk
-from toolkit.effects import AuditLog, RetryController, RetryPolicy, run_audited
+from toolkit.effects import AuditLog, run_audited
+from toolkit.kernel import RetryController, RetryPolicy
 from course.worlds import CREATE_INVOICE
-from toolkit.core import Contract, Retry
-from toolkit.core import FailureClass, Status, ToolFailure, secret_values
+from toolkit.kernel import Contract, Retry
+from toolkit.kernel import FailureClass, Status, ToolFailure
+from toolkit._show import secret_values
 from toolkit.effects import RecordState
 
 KEY = "invoice:order-431:v1"

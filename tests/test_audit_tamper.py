@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 import toolkit as tk
-from toolkit.effects import (Anchor, AuditLog, RetryController, RetryPolicy, Verification, run_audited,
-                             verify_audit_file)
+from toolkit.effects import Anchor, AuditLog, Verification, run_audited, verify_audit_file
+from toolkit.kernel import RetryController, RetryPolicy
 from course.worlds import CREATE_INVOICE
 
 from test_audit import Books  # the same small billing world the audit tests use

@@ -8,13 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
-from toolkit.core import carried_key
-from toolkit.effects import (Action, Jitter, RetryPolicy, RetryController, RetryState, plan,
-                             retry_verdict, run_with_retries, step, walk)
+from toolkit._keys import carried_key
+from toolkit.kernel import Action, Jitter, RetryPolicy, RetryController, RetryState, plan, retry_verdict, step, walk
+from toolkit.effects import run_with_retries
 from course.worlds import CREATE_INVOICE
-from toolkit.files import READ_FILE_SCHEMA
-from toolkit.core import Contract, Retry
-from toolkit.core import FailureClass, Status, ToolFailure, ToolResult
+from toolkit.kernel import READ_FILE_SCHEMA
+from toolkit.kernel import Contract, Retry
+from toolkit.kernel import FailureClass, Status, ToolFailure, ToolResult
 
 SEED_POLICY = RetryPolicy(d0=1, beta=2, n_max=4)
 KEY = "invoice:order-431:v1"

@@ -11,7 +11,7 @@ import pytest
 
 from course.worlds import (CRASH_POINTS, KEY, MAX_BODY, MODES, ORDER, BillingClient, BillingService, crash_matrix,
                             GuardedRun, guarded_run, matrix_table, run_scenario, start)
-from toolkit.core import Status, ToolFailure
+from toolkit.kernel import Status, ToolFailure
 
 #: The chapter's five lines, as written there.
 SEED_TRACE = [
@@ -212,7 +212,8 @@ def test_a_stopped_command_does_not_wait_for_a_client_that_says_nothing(tmp_path
     """SIGTERM stops the command even while an idle client holds a request thread (a hub stops its services so)."""
     import signal
 
-    from course.worlds.billing_http import IDLE_TIMEOUT, STOP_GRACE
+    from course.worlds import IDLE_TIMEOUT
+    from course.worlds.billing_http import STOP_GRACE
 
     assert STOP_GRACE < IDLE_TIMEOUT
     process = subprocess.Popen([sys.executable, "-m", "course.worlds.billing_http", "serve", "--db",

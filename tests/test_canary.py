@@ -18,7 +18,7 @@ from typing import Any, Callable
 import pytest
 
 import toolkit as tk
-from toolkit.core import Contract, Retry, ToolFailure, Status, FailureClass
+from toolkit.kernel import Contract, Retry, ToolFailure, Status, FailureClass
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "sk-CANARY-0f1e2d3c4b5a69788796-CANARY"

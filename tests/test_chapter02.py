@@ -16,11 +16,12 @@ import pytest
 
 import toolkit as tk
 from course.worlds import CREATE_INVOICE, Books
-from toolkit.core import CODES
+from toolkit.kernel import CODES
 from course.present import formulas
-from toolkit.files import common_errors
-from toolkit.core import parse_arguments
-from toolkit.core import CAUSES, GENERAL, LAYER_OF, PRE_QUESTIONS, cause_of
+from toolkit.kernel import common_errors
+from toolkit._schema import parse_arguments
+from toolkit.advice import CAUSES, GENERAL, cause_of
+from toolkit.kernel import LAYER_OF, PRE_QUESTIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "02_contracts_and_legality.ipynb"

@@ -9,12 +9,12 @@ import pytest
 import toolkit as tk
 from course.worlds import agent427 as a
 from course.worlds import CREATE_INVOICE
-from toolkit.files import READ_FILE
+from toolkit.kernel import READ_FILE
 from toolkit.files import edit_file_contract
 from course.present.scoring_panel import ScoringPanel, choice_text
-from toolkit.core import SAFEGUARDS, WHEN_TO_USE, TaskProperties, lean_path, required_safeguards
-from toolkit.core import flip_point
-from toolkit.core import pick_tool
+from toolkit.advice import SAFEGUARDS, WHEN_TO_USE, TaskProperties, lean_path, required_safeguards
+from toolkit.kernel import flip_point
+from toolkit.advice import pick_tool
 from toolkit.wire import tools_for
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,11 +14,11 @@ import toolkit as tk
 from course.worlds import CREATE_INVOICE, Books
 from course.worlds import (CRASH_POINTS, KEY, ORDER, crash_matrix, create_issue_illustration, matrix_table, race,
                             run_scenario, run_scenarios)
-from toolkit.core import ledger_key
-from toolkit.effects import LedgerStatus
+from toolkit.kernel import ledger_key
+from toolkit.kernel import LedgerStatus
 from course.present import invoice_panel
 from course.present.invoice_panel import CRASH_CHOICES, InvoicePanel, matrix_html
-from toolkit.core import SAFEGUARDS, WHEN_TO_USE
+from toolkit.advice import SAFEGUARDS, WHEN_TO_USE
 from toolkit.effects import RetryKind, classify_retry, compensation_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -347,7 +347,7 @@ def test_notebook_keys_by_the_contract_and_reads_safeguards_from_the_toolkit():
     for name, prevents in SAFEGUARDS.items():
         assert f"{name:<17} {prevents:<57} {WHEN_TO_USE[name]}" in text, f"safeguard row {name!r}"
     assert not any(re.search(r"^WHEN\s*=\s*\{", src, re.MULTILINE) for src in code_sources(nb)), \
-        "'when to use' comes from toolkit.core.safeguards.WHEN_TO_USE, not a dict typed in the notebook"
+        "'when to use' comes from toolkit.advice.safeguards.WHEN_TO_USE, not a dict typed in the notebook"
 
 
 def test_conflict_example_uses_a_ledger_file_no_other_cell_touches():
@@ -465,8 +465,8 @@ def test_class_experiment_cell_follows_the_lesson_and_says_where_it_ran():
 
 
 def test_the_exercise_harness_plays_every_point_at_once_as_it_plays_each_alone():
-    from course.worlds.exercise_ledger import attempts, attempts_at_every_point, crash_counts
-    from course.worlds.exercise_ledger import naive_create_invoice as naive
+    from course.worlds import attempts, attempts_at_every_point, crash_counts
+    from course.worlds import naive_create_invoice as naive
 
     together = attempts_at_every_point(naive)
     assert list(together) == list(CRASH_POINTS)
@@ -478,7 +478,7 @@ def test_the_exercise_harness_plays_every_point_at_once_as_it_plays_each_alone()
 
 def test_the_race_catches_a_lookup_outside_the_transaction_and_passes_one_inside():
     from toolkit.effects import transaction
-    from course.worlds.exercise_ledger import find, race_requests
+    from course.worlds import find, race_requests
 
     def inside(conn, arguments, effect, record):
         with transaction(conn):
@@ -542,7 +542,7 @@ def _starts_two_and_answers(word):
 def test_in_one_child_answers_from_a_child_that_reaps_what_it_started():
     import os
 
-    from course.worlds.children import in_one_child
+    from course.worlds import in_one_child
 
     answer = in_one_child(_starts_two_and_answers, "ok")
     assert answer["word"] == "ok" and answer["exit codes"] == [0, 0] and answer["pid"] != os.getpid()

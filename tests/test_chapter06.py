@@ -7,10 +7,10 @@ import nbformat
 import pytest
 
 import toolkit as tk
-from toolkit.effects import (Action, Jitter, RetryPolicy, RetryController, RetryState, arrival_times, jitter_waits,
-                             peak_load, plan, plan_rows, retry_verdict, run_with_retries, step, walk)
+from toolkit.kernel import Action, Jitter, RetryPolicy, RetryController, RetryState, plan, retry_verdict, step, walk
+from toolkit.effects import arrival_times, jitter_waits, peak_load, plan_rows, run_with_retries
 from course.worlds import CREATE_INVOICE
-from toolkit.core import MEANING, NEXT_STEP, POINTS_AT
+from toolkit.kernel import MEANING, NEXT_STEP, POINTS_AT
 from course.present import formulas
 from course.present.backoff_panel import BackoffPanel, plan_text
 from course.present.retry_plots import herd_svg
@@ -263,4 +263,4 @@ def test_notebook_computes_arrivals_and_shows_the_failure_table_from_the_toolkit
     sources = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
     for name in ("MEANING", "POINTS_AT"):
         assert not any(re.search(rf"^{name}\s*=\s*\{{", src, re.MULTILINE) for src in sources), \
-            f"{name} comes from toolkit.core.results, not a dict typed in the notebook"
+            f"{name} comes from toolkit.kernel.call, not a dict typed in the notebook"

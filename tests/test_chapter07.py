@@ -10,9 +10,10 @@ import pytest
 
 import toolkit as tk
 from toolkit.effects import GENESIS, Anchor, AuditLog, chain_digest, run_audited, verify_audit_file
-from toolkit.effects import RetryPolicy, RetryController
+from toolkit.kernel import RetryPolicy, RetryController
 from course.worlds import LOOKUP_CUSTOMER, AuditScene, invoice_arguments
-from course.worlds.deploy import HEALTHY, compare_adapters, run_deploy_episode, rushed_versions
+from course.worlds.deploy import HEALTHY
+from course.worlds import compare_adapters, run_deploy_episode, rushed_versions
 from toolkit.effects import Rate
 from course.worlds import MALFORMED, drift, simulate_log
 from toolkit.effects import FINAL, TRANSITIONS, IllegalTransition, RecordState, open_record

@@ -11,9 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
-from toolkit.wire import naive_pairing, pair_results, run_plan, run_round, schedule
+from toolkit.wire import naive_pairing, pair_results, run_plan, run_round
+from toolkit.kernel import schedule
 from toolkit.wire import SKETCH_FRAMES, AnthropicStream, Assembler, anthropic_stream, frames, openai_stream
-from toolkit.wire import IdMap, Refusal, fixture
+from toolkit.wire import IdMap, fixture
+from toolkit.kernel import Refusal
 from toolkit.wire import SSEDecoder, describe_chunk, replay, split_events
 from course.worlds import ROUND_FILES, FileRound, SlowDisk, StepRecorder, write_file_contract
 from course.present.schedule_plots import TOOL_COLOURS, Timeline, timeline, timeline_text, timelines

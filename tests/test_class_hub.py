@@ -38,12 +38,12 @@ import websocket
 from nbclient import NotebookClient
 from processes import live_children
 
-from toolkit.core import Status, ToolFailure
-from course.worlds.billing_client import BillingClient
-from course.worlds.billing_http import BillingServer
-from course.worlds.billing_service import BillingService, open_books
-from course.worlds.class_experiment import LOCAL_WHERE, class_billing_url, run_class_experiment
-from course.worlds.class_tally import UNTAGGED, CountsWatch, class_counts, tally
+from toolkit.kernel import Status, ToolFailure
+from course.worlds import BillingClient
+from course.worlds import BillingServer
+from course.worlds import BillingService, open_books
+from course.worlds import LOCAL_WHERE, class_billing_url, run_class_experiment
+from course.worlds import UNTAGGED, CountsWatch, class_counts, tally
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "deploy" / "jupyterhub_config.py"

@@ -14,8 +14,9 @@ import json
 import pytest
 
 import toolkit as tk
-from toolkit.core import (MAX_CALL_ID_CHARS, MAX_ECHO_CHARS, MAX_ERRORS_PER_CALL, MAX_NAME_CHARS, REDACTED,
-                          Condition, Contract, ToolFailure, is_secret_name, scrub, summarize)
+from toolkit._caps import MAX_CALL_ID_CHARS, MAX_ECHO_CHARS, MAX_ERRORS_PER_CALL, MAX_NAME_CHARS
+from toolkit._show import REDACTED, is_secret_name, scrub, summarize
+from toolkit.kernel import Condition, Contract, ToolFailure
 from toolkit.effects import argument_summary, open_record
 from course.worlds import CREATE_INVOICE, Books
 
@@ -273,7 +274,7 @@ def test_pattern_properties_have_their_ecma_262_meaning():
     {"type": "object", "properties": {"v": {"anyOf": [{"pattern": "a{2,1}"}]}}},
 ])
 def test_a_pattern_that_cannot_compile_is_a_contract_error_at_declaration(schema):
-    from toolkit.core.contracts import ContractError
+    from toolkit.kernel import ContractError
 
     with pytest.raises(ContractError, match="pattern"):
         Contract("bad", "bad", schema)

@@ -2,9 +2,10 @@
 import pytest
 
 import toolkit as tk
-from course.worlds.deploy import (DEPLOY_ACCEPTED, DEPLOY_SETTLED, DEPLOYER, HEALTHY, PENDING, DeployService,
-                            compare_adapters, deploy_host, run_deploy_episode, rushed_versions, settled_adapter, table)
-from toolkit.core import FailureClass, Status
+from course.worlds import (DEPLOY_ACCEPTED, DEPLOY_SETTLED, DEPLOYER, DeployService, compare_adapters, deploy_host,
+                           run_deploy_episode, rushed_versions, settled_adapter, table)
+from course.worlds.deploy import HEALTHY, PENDING
+from toolkit.kernel import FailureClass, Status
 
 VERSIONS = rushed_versions(12)
 

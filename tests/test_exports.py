@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from toolkit.files import claims as cl
 from toolkit.files import exports as ex
 from course.worlds import SCENARIO, copy_scenario
-from toolkit.core import ToolError
+from toolkit.kernel import ToolError
 
 
 def write(root, name, text):

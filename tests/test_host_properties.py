@@ -20,8 +20,8 @@ import json
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 import toolkit as tk
-from toolkit.core import (CODES, MAX_CALL_ID_CHARS, MAX_DEPTH, MAX_ECHO_CHARS, MAX_ERRORS_PER_CALL, Condition,
-                          Contract, ToolFailure)
+from toolkit.kernel import CODES, Condition, Contract, ToolFailure
+from toolkit._caps import MAX_CALL_ID_CHARS, MAX_DEPTH, MAX_ECHO_CHARS, MAX_ERRORS_PER_CALL
 from course.worlds import CREATE_INVOICE, Books
 
 # ------------------------------------------------------------------ the host under test

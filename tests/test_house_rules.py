@@ -21,7 +21,8 @@ PACKAGE = ROOT / "toolkit"
 COURSE = ROOT / "course"      # scenery and panels: imported by notebooks, never by toolkit
 MAX_LINES = 350
 #: How far down the one-way street each part of the package sits.
-RANK = {"core": 0, "effects": 1, "wire": 1, "files": 1, "live": 2, "mcp": 2, "worlds": 2, "present": 3}
+RANK = {"kernel": 0, "_": 0, "advice": 1, "effects": 1, "wire": 1, "files": 1, "live": 2, "mcp": 2, "worlds": 3,
+        "present": 4}
 #: What presentation code may not use: it draws what a concept module computed.
 NOT_IN_PRESENT = ("http", "socket", "sqlite3", "threading", "multiprocessing", "subprocess", "concurrent")
 CHAPTER_LINE = re.compile(r"^Chapters? \d\d(?:(?:-| and |, )\d\d)*: \S")
@@ -91,28 +92,45 @@ def test_toolkit_never_imports_the_course():
     assert wrong == []
 
 
+def rank_of(name: str) -> tuple[str, int] | None:
+    """(part, rank) of an imported ``toolkit``/``course`` module; private modules sit beside the kernel."""
+    parts = name.split(".")
+    if len(parts) < 2:
+        return None
+    part = "_" if parts[1].startswith("_") else parts[1]
+    return (part, RANK[part]) if part in RANK else None
+
+
 def test_imports_run_one_way():
     wrong = []
     for path in modules():
-        here = part_of(path)
+        here = "_" if path.parent == PACKAGE and path.name.startswith("_") and path.name != "__init__.py" else part_of(path)
+        if path == PACKAGE / "__init__.py" or path.parent == COURSE:   # the front doors
+            continue
         for line, name in toolkit_imports(path):
-            parts = name.split(".")
-            there = parts[1] if len(parts) > 1 and parts[1] in RANK else ""
             where = f"{relative(path)}:{line} imports {name}"
             if name == "toolkit._exports":           # how every part lists its public names
                 continue
-            if here == "":                       # the package's front door: contract core and lower layers
-                if there in ("worlds", "present"):
-                    wrong.append(where)
-            elif there == "":
-                wrong.append(where + " (import the part that defines it)")
-            elif there != here and (RANK[there] > RANK[here] or RANK[there] == RANK[here]):
+            found = rank_of(name)
+            if found is None:
+                wrong.append(where + " (import the part or the module that defines it)")
+                continue
+            there, rank = found
+            if there != here and rank >= RANK[here] and not rank == RANK[here] == 0:   # kernel and hardening: one level
                 wrong.append(where)
     assert wrong == []
 
 
+def test_the_kernel_holds_no_caps_sqlite_or_vendor_code():
+    """The kernel states the rules; caps, databases and vendors are reached through one function elsewhere."""
+    wrong = [f"{relative(p)}:{line} imports {name}" for p in modules() if part_of(p) == "kernel"
+             for line, name in all_imports(p)
+             if name.split(".")[0] in ("sqlite3", "openai", "anthropic", "mcp", "httpx", "httpx2")]
+    assert wrong == []
+
+
 def test_concept_modules_never_import_scenery():
-    wrong = [f"{p.relative_to(ROOT)}:{line} imports {name}" for p in modules() if part_of(p) in ("core", "effects", "wire", "files")
+    wrong = [f"{p.relative_to(ROOT)}:{line} imports {name}" for p in modules() if part_of(p) in ("kernel", "advice", "effects", "wire", "files")
              for line, name in toolkit_imports(p) if name.startswith(("course.worlds", "course.present"))]
     assert wrong == []
 
@@ -181,8 +199,8 @@ def test_every_module_the_course_names_exists():
 def test_the_readme_map_lists_every_module():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(?:toolkit|course)/(\w+)/`[^|]*\|[^|]*\|(.*)\|$", readme, re.M)}
-    assert set(rows) == set(RANK)
-    missing = [f"{part}/{p.stem}" for part in RANK if part != "present"
+    assert set(rows) == set(RANK) - {"_"}
+    missing = [f"{part}/{p.stem}" for part in rows if part != "present"
                for p in ((COURSE if part == "worlds" else PACKAGE) / part).glob("*.py") if p.name != "__init__.py" and f"`{p.stem}`" not in rows[part]]
     assert missing == []
 

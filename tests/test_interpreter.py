@@ -127,7 +127,7 @@ def test_invoke_with_ledger_checks_the_call_before_the_ledger_sees_it():
 
 
 def test_the_transcript_prints_arguments_redacted():
-    from toolkit.core import Contract, Retry
+    from toolkit.kernel import Contract, Retry
 
     secret, token = "hunter2-correct-horse", "sk-live-0123456789abcdef"
     contract = Contract("send_report", "Send a report.", {"type": "object"}, retry=Retry.SAFE_WITH_KEY,

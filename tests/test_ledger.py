@@ -9,9 +9,10 @@ import toolkit as tk
 from course.worlds import billing_service
 from course.worlds import CREATE_INVOICE, Books
 from course.worlds import race
-from toolkit.core import MAX_DEPTH
-from toolkit.effects import (Answer, Ledger, LedgerStatus, MemoryLedger, SqliteLedger, canonical_json, connect,
-                             decode_result, encode_result, fingerprint, invoke, transaction)
+from toolkit._caps import MAX_DEPTH
+from toolkit.kernel import Answer, Ledger, LedgerStatus, MemoryLedger, invoke
+from toolkit.effects import SqliteLedger, connect, decode_result, encode_result, transaction
+from toolkit._fingerprints import canonical_json, fingerprint
 
 ARGS = {"order_id": "order-431", "amount": 100, "currency": "EUR", "idempotency_key": "invoice-431"}
 
@@ -392,7 +393,7 @@ def test_sqlite_errors_never_escape_the_ledger(tmp_path):
                        ledger.call_atomic("k", lambda c, a: {"x": 1}, {}),
                        ledger.record("k", {}, {"x": 1})):
             assert isinstance(answer, Answer) and answer.status is LedgerStatus.FAILED and not answer.ok
-            assert answer.error.code in tk.core.errors.CODES and not answer.error.retryable
+            assert answer.error.code in tk.kernel.CODES and not answer.error.retryable
             assert "claims are frozen" in answer.error.message
         assert runs == [], "a claim that could not be written runs nothing"
         assert ledger.entries() == [] and not ledger.conn.in_transaction
@@ -400,7 +401,7 @@ def test_sqlite_errors_never_escape_the_ledger(tmp_path):
         for answer in (ledger.call("k", lambda a: runs.append(1), {}),
                        ledger.call_atomic("k", lambda c, a: runs.append(1), {}),
                        ledger.reconcile("k", {}, lambda a: None), *ledger.reap(lambda key: None)):
-            assert isinstance(answer, Answer) and not answer.ok and answer.error.code in tk.core.errors.CODES
+            assert isinstance(answer, Answer) and not answer.ok and answer.error.code in tk.kernel.CODES
         assert runs == [] and ledger.release("k") is False
 
 
@@ -418,7 +419,8 @@ def test_an_outcome_that_cannot_be_recorded_is_unknown_not_ran(db):
 
 def test_the_sqlite_ledger_works_from_the_schedulers_threads(tmp_path):
     from concurrent.futures import ThreadPoolExecutor
-    from toolkit.wire import run_plan, schedule
+    from toolkit.wire import run_plan
+    from toolkit.kernel import schedule
 
     books = Books(orders={f"order-{i}": {"approved": True} for i in range(12)})
     host = tk.Host.of([tk.Tool(CREATE_INVOICE, books.issue)], tk.Caller("agent", frozenset({"billing.write"})), books)

@@ -12,7 +12,8 @@ import signal
 import pytest
 
 import toolkit as tk
-from toolkit.effects import LedgerStatus, SqliteLedger
+from toolkit.kernel import LedgerStatus
+from toolkit.effects import SqliteLedger
 
 
 class Clock:

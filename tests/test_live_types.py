@@ -9,6 +9,7 @@ import pytest
 from pydantic import BaseModel, TypeAdapter
 
 import toolkit as tk
+import toolkit.kernel as tk_kernel
 import toolkit.wire as v
 from toolkit.live import (chat_for, contract_tool, helper_contrast, recorded_stream, recording, recording_names,
                           replay_server, run_task, sse_body)
@@ -67,9 +68,9 @@ def test_every_message_the_adapters_write_is_a_valid_sdk_message(vendor):
     items, ids = items_of(vendor)
     host = tk.Host.of([tk.Tool(tk.Contract(n, "", {"type": "object"}), lambda a, w: {"ok": True})
                        for n in ("read_file", "write_file")])
-    results = [i.result if isinstance(i, v.Refusal) else host.execute(i) for i in items]
+    results = [i.result if isinstance(i, tk_kernel.Refusal) else host.execute(i) for i in items]
     results = [r for r in results if r is not None]
-    assert any(isinstance(i, v.Refusal) for i in items) and results
+    assert any(isinstance(i, tk_kernel.Refusal) for i in items) and results
     if vendor == "openai":
         for message in [v.openai_assistant_message(items, ids), v.openai_assistant_message([], ids),
                         v.openai_assistant_message(items, ids, content="text"), *v.openai_tool_messages(results, ids)]:

@@ -16,8 +16,8 @@ import pytest
 
 mcp_types = pytest.importorskip("mcp.types")
 
-from toolkit.core import Caller, Condition, Retry, Status, ToolFailure  # noqa: E402
-from toolkit.effects import MemoryLedger  # noqa: E402
+from toolkit.kernel import Caller, Condition, Retry, Status, ToolFailure
+from toolkit.kernel import MemoryLedger
 from toolkit.mcp import (McpConnection, McpHost, SECRET, Trust, adopt_tool, guarded_tickets,  # noqa: E402
                          naive_vs_contract, remote_output, stored_tickets, tickets_server_command)
 

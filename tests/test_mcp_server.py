@@ -16,8 +16,8 @@ import pytest
 
 mcp_types = pytest.importorskip("mcp.types")
 
-from toolkit.core import Host  # noqa: E402
-from toolkit.files import READ_FILE_SCHEMA  # noqa: E402
+from toolkit.kernel import Host
+from toolkit.kernel import READ_FILE_SCHEMA
 from toolkit.mcp import McpConnection, answer_call, catalog_tools, course_server_command, workspace_roots  # noqa: E402
 
 from processes import live_children as children  # noqa: E402

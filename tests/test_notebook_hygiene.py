@@ -181,9 +181,9 @@ def test_a_clean_notebook_passes():
 
 
 @pytest.mark.parametrize("text, problem", [
-    ("<toolkit.core.calls.ToolCall object at 0x7f3a2c1d9e50>", "memory address"),
+    ("<toolkit.kernel.call.ToolCall object at 0x7f3a2c1d9e50>", "memory address"),
     ("wrote /tmp/tmpab12/ledger.sqlite", "absolute path"),
-    (f"opened {ROOT}/toolkit/core/schema.py", "absolute path"),
+    (f"opened {ROOT}/toolkit/_schema.py", "absolute path"),
     ("logged at 2024-05-01 12:00:03", "today's date"),
     ("Wed May  1 12:00:03 2024".replace("  ", " 0"), "today's date"),
     ("started 1714564800.25", "Unix time"),

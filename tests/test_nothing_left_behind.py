@@ -217,7 +217,7 @@ def test_nested_witness_blocks_each_keep_their_own_list():
 
 
 def test_a_hung_worker_is_killed_not_waited_for_forever():
-    from course.worlds.children import process_context, reap
+    from course.worlds import process_context, reap
 
     ctx = process_context()
     worker = ctx.Process(target=time.sleep, args=(60,))

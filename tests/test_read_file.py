@@ -10,12 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
-import toolkit.files.confinement as ladder
+import toolkit.kernel.confinement as ladder
 from hostile_paths import (CAP, HOSTILE, LEGIT, SECRETS, build_tree, file_opens, recording_opens, stray_opens,
                            within)
-from toolkit.files import READ_FILE_LAYERS, allowed_extensions, make_read_file, read_file_switch
-from toolkit.files import AUTHORIZATION_KINDS, HINTS, ReadRefused, Workspace
-from toolkit.core import LAYER_OF
+from toolkit.kernel import READ_FILE_LAYERS, allowed_extensions, make_read_file, read_file_switch
+from toolkit._paths import AUTHORIZATION_KINDS, HINTS
+from toolkit.kernel import ReadRefused
+from toolkit._workspace import Workspace
+from toolkit.kernel import LAYER_OF
 
 
 @pytest.fixture(scope="module")
@@ -276,12 +278,12 @@ def test_any_arguments_end_in_one_structured_result(tree, host, arguments):
         real = (tree.ws / result.output["resolved"]).resolve()
         assert real.is_relative_to(tree.ws) and len(file_opens(opens)) == 1
     else:
-        assert result.errors and all(e.code in tk.core.errors.CODES for e in result.errors)
+        assert result.errors and all(e.code in tk.kernel.CODES for e in result.errors)
         assert file_opens(opens) == []
 
 
 def test_the_four_common_errors_each_get_their_own_structured_error(tmp_path):
-    from toolkit.files import common_errors
+    from toolkit.kernel import common_errors
 
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "config.ts").write_text("export const port = 8080;\n")

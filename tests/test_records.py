@@ -4,8 +4,8 @@ import itertools
 import pytest
 
 import toolkit as tk
-from toolkit.core import Contract
-from toolkit.core import Status
+from toolkit.kernel import Contract
+from toolkit.kernel import Status
 from toolkit.effects import (FINAL, FROM_STATUS, TRANSITIONS, ExecutionRecord, IllegalTransition, RecordState, Tick,
                              argument_summary, open_record)
 

@@ -5,6 +5,7 @@ import time
 import pytest
 
 import toolkit as tk
+import toolkit.kernel.scheduler as kernel_scheduler
 import toolkit.wire as sc
 from toolkit.wire import Assembler
 
@@ -76,7 +77,7 @@ class Files:
 
 # ---------------------------------------------------------------- planning
 def test_the_chapter_table_read_read_write_write_read_write():
-    plan = sc.schedule([read("a.txt", "r1"), read("b.txt", "r2"),            # read-read: together
+    plan = kernel_scheduler.schedule([read("a.txt", "r1"), read("b.txt", "r2"),            # read-read: together
                         write("c.txt", "w1"), write("c.txt", "w2"),          # write-write: in order
                         read("c.txt", "r3"), write("a.txt", "w3")], CONTRACTS)  # read-write: request order
     assert plan.waves == [["r1", "r2", "w1"], ["w2", "w3"], ["r3"]]
@@ -88,20 +89,20 @@ def test_the_chapter_table_read_read_write_write_read_write():
 
 
 def test_a_read_after_a_write_waits_but_a_write_after_a_read_keeps_request_order_too():
-    assert sc.schedule([write("cfg", "w"), read("cfg", "r")], CONTRACTS).waves == [["w"], ["r"]]
-    assert sc.schedule([read("cfg", "r"), write("cfg", "w")], CONTRACTS).waves == [["r"], ["w"]]
+    assert kernel_scheduler.schedule([write("cfg", "w"), read("cfg", "r")], CONTRACTS).waves == [["w"], ["r"]]
+    assert kernel_scheduler.schedule([read("cfg", "r"), write("cfg", "w")], CONTRACTS).waves == [["r"], ["w"]]
 
 
 def test_two_spellings_of_one_file_are_one_resource():
-    plan = sc.schedule([write("./src//config.ts", "w1"), write("src/config.ts", "w2")], CONTRACTS)
+    plan = kernel_scheduler.schedule([write("./src//config.ts", "w1"), write("src/config.ts", "w2")], CONTRACTS)
     assert plan.waves == [["w1"], ["w2"]]
-    assert sc.canonical("file:src/../src/./a.ts") == "file:src/a.ts"
+    assert kernel_scheduler.canonical("file:src/../src/./a.ts") == "file:src/a.ts"
 
 
 def test_what_cannot_be_analysed_is_serialized():
     calls = [read("a", "r1"), tk.request("rm_rf", {}, "u1"), read("b", "r2"),
              tk.request("read_file", '{"path": "c"', "bad"), read("d", "r3")]
-    plan = sc.schedule(calls, CONTRACTS)
+    plan = kernel_scheduler.schedule(calls, CONTRACTS)
     assert plan.waves == [["r1"], ["u1"], ["r2"], ["bad"], ["r3"]]
     rows = plan.rows()
     assert rows[1]["waits_for"] == ["r1 (unknown resources)"]
@@ -109,13 +110,13 @@ def test_what_cannot_be_analysed_is_serialized():
 
 
 def test_a_missing_template_field_is_unknown_not_a_question_mark():
-    assert sc.resources(tk.request("read_file", {"file": "a"}, "x"), READ_FILE) is None
-    assert sc.resources(read("a", "x"), READ_FILE) == (frozenset({"file:a"}), frozenset())
+    assert kernel_scheduler.resources(tk.request("read_file", {"file": "a"}, "x"), READ_FILE) is None
+    assert kernel_scheduler.resources(read("a", "x"), READ_FILE) == (frozenset({"file:a"}), frozenset())
 
 
 def test_a_host_works_as_the_contract_source():
     files = Files({"a": "A", "b": "B"})
-    plan = sc.schedule([read("a", "r1"), read("b", "r2")], files.host())
+    plan = kernel_scheduler.schedule([read("a", "r1"), read("b", "r2")], files.host())
     assert plan.waves == [["r1", "r2"]]
 
 
@@ -123,7 +124,7 @@ def test_previews_and_shared_ids_are_refused_before_planning():
     asm = Assembler()
     asm.add(0, call_id="p", name="read_file", arguments='{"path": "sec')
     calls = [read("a", "r1"), asm.preview(0), read("b", "dup"), read("c", "dup")]
-    plan = sc.schedule(calls, CONTRACTS)
+    plan = kernel_scheduler.schedule(calls, CONTRACTS)
     assert [p for p, _ in plan.refused] == [1, 2, 3]
     assert [r.reason for _, r in plan.refused] == ["not_a_call", "duplicate_call_id", "duplicate_call_id"]
     files = Files({"a": "A", "b": "B", "c": "C"})

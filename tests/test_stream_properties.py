@@ -13,9 +13,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
-from toolkit.core import CODES, MAX_ERRORS_PER_CALL, MAX_NAME_CHARS, MAX_OPEN_CALLS, is_secret_name
-from toolkit.wire import (COMPLETE, AnthropicStream, Assembler, OpenAIStream, Preview, Refusal, SSEDecoder,
-                          StreamBroken)
+from toolkit.kernel import CODES
+from toolkit._caps import MAX_ERRORS_PER_CALL, MAX_NAME_CHARS, MAX_OPEN_CALLS
+from toolkit._show import is_secret_name
+from toolkit.kernel import COMPLETE, Refusal
+from toolkit.wire import AnthropicStream, Assembler, OpenAIStream, Preview, SSEDecoder, StreamBroken
 
 SETTINGS = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -6,11 +6,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
-from toolkit.core import schema
-from toolkit.core import not_a_call
+from toolkit import _schema as schema
+from toolkit.kernel import not_a_call
 from toolkit.wire import (AnthropicStream, Assembler, OpenAIStream, Preview, SKETCH_FRAMES, anthropic_stream, frames,
                           openai_stream)
-from toolkit.wire import IdMap, Refusal, fixture
+from toolkit.wire import IdMap, fixture
+from toolkit.kernel import Refusal
 
 READ_SCHEMA = {"type": "object",
                "properties": {"path": {"type": "string", "description": "A path relative to the workspace."}},
@@ -356,8 +357,8 @@ def key_paths(value, path=()):
     out = []
     if isinstance(value, dict):
         for key, sub in value.items():
-            out.append(tk.core.errors.pointer_for(path + (key,)))
-            if not tk.core.is_secret_name(key):
+            out.append(tk._show.pointer_for(path + (key,)))
+            if not tk._show.is_secret_name(key):
                 out += key_paths(sub, path + (key,))
     elif isinstance(value, list):
         for i, sub in enumerate(value):

@@ -1,8 +1,8 @@
 """After a timeout: no blind retries; the original key makes a retry an inquiry; else record, else a human."""
 import pytest
 
-from toolkit.core import ToolCall
-from toolkit.core import FailureClass, Status
+from toolkit.kernel import ToolCall
+from toolkit.kernel import FailureClass, Status
 from toolkit.effects import (COMPENSATION, TimeoutDecision, RetryKind, TimeoutRuntime, classify_retry,
                              compensation_table)
 from course.worlds import IssueTracker, create_issue_illustration
@@ -101,7 +101,7 @@ def test_arguments_as_json_text_and_the_key_inside_them():
     """The timeout rules read the parsed arguments, and the key from the field the contract names."""
     import json
 
-    from toolkit.core import Contract, Retry
+    from toolkit.kernel import Contract, Retry
 
     contract = Contract("create_issue", "Open an issue.", {"type": "object"}, retry=Retry.SAFE_WITH_KEY,
                         idempotency_field="key")

@@ -8,10 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
+import toolkit.kernel as tk_kernel
 import toolkit.wire as v
 from course.worlds import CREATE_INVOICE
 from toolkit.wire import anthropic_stream, openai_stream
-from toolkit.wire import IdMap, Refusal, fixture
+from toolkit.wire import IdMap, fixture
+from toolkit.kernel import Refusal
 
 WRITE_SCHEMA = {"type": "object",
                 "properties": {"path": {"type": "string", "description": "A path relative to the workspace."},
@@ -267,7 +269,7 @@ def test_a_max_tokens_anthropic_response_refuses_every_call():
     assert {o.code for o in v.anthropic_calls(message, IdMap())} == {"response_incomplete"}
 
 
-@pytest.mark.parametrize("reason", sorted(v.CUT))
+@pytest.mark.parametrize("reason", sorted(tk_kernel.CUT))
 def test_every_cut_reason_refuses_whole_responses_and_streams_alike(reason):
     response = copy.deepcopy(fixture("openai_response.json"))
     response["choices"][0]["finish_reason"] = reason

@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 
 import toolkit as tk
-from toolkit.core import (MAX_CALL_ID_CHARS, MAX_DEPTH, MAX_ERRORS_PER_CALL, MAX_EVENT_BYTES, MAX_NAME_CHARS,
-                          MAX_OPEN_CALLS)
+from toolkit._caps import (MAX_CALL_ID_CHARS, MAX_DEPTH, MAX_ERRORS_PER_CALL, MAX_EVENT_BYTES, MAX_NAME_CHARS,
+                           MAX_OPEN_CALLS)
 from course.present.stream_panel import moment_text
-from toolkit.wire import (AnthropicStream, Assembler, IdMap, OpenAIStream, Refusal, SSEDecoder, StreamBroken,
+from toolkit.wire import (AnthropicStream, Assembler, IdMap, OpenAIStream, SSEDecoder, StreamBroken,
                           anthropic_stream, openai_stream, pairing_problems, replay, run_round)
+from toolkit.kernel import Refusal
+from toolkit._stream_guards import capped_errors
 
 SECRETS = {"api_key": "Zq9-apikey-7781", "password": "Zq9-hunter2-\u00e4\u00df", "token": "Zq9-token-5512"}
 ARGUMENTS = {"path": "src/config.ts", "api_key": SECRETS["api_key"],
@@ -239,7 +241,7 @@ def test_problems_with_one_call_are_capped_and_one_more_breaks_the_stream():
     out = reader.feed(openai_chunk([{"index": 0, "id": "c1", "function": {"name": "f"}}]) + flood)
     assert [o.code for o in out] == ["too_large"] and reader.done
     many = [tk.ToolError("invalid_json", "$", f"problem {n}") for n in range(40)]
-    listed = tk.wire.capped_errors(many, "$[0]")
+    listed = capped_errors(many, "$[0]")
     assert len(listed) == MAX_ERRORS_PER_CALL and listed[-1].received == 40
     assert "MAX_ERRORS_PER_CALL" in listed[-1].message
 
@@ -434,7 +436,7 @@ def test_a_secret_repeated_in_later_free_text_is_masked_in_every_preview():
 def test_a_preview_with_too_many_secret_values_stops_showing_text():
     import json as _json
     from toolkit.wire import Assembler
-    from toolkit.wire.preview import MAX_SECRETS_REMEMBERED, STOPPED
+    from toolkit.wire import MAX_SECRETS_REMEMBERED, STOPPED
 
     values = {f"token_{i}": f"value-number-{i:05d}" for i in range(MAX_SECRETS_REMEMBERED + 2)}
     stream = Assembler()

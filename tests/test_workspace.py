@@ -10,12 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import toolkit.files.confinement as ladder
+import toolkit.kernel.confinement as ladder
 from hostile_paths import (CAP, HOSTILE, LEGIT, SECRETS, build_tree, file_opens, is_directory_open,
                            recording_opens, stray_opens, within)
-from toolkit.core import FailureClass
-from toolkit.files import (AUTHORIZATION_KINDS, HINTS, FileRead, PathRefused, Workspace, check_lexical,
-                           check_realpath, open_confined)
+from toolkit.kernel import FailureClass
+from toolkit._paths import AUTHORIZATION_KINDS, HINTS, PathRefused
+from toolkit.kernel import FileRead, check_lexical, check_realpath, open_confined
+from toolkit._workspace import Workspace
 
 
 @pytest.fixture(scope="module")
@@ -339,8 +340,9 @@ def test_any_string_is_read_inside_or_refused_with_a_structured_error(tree, ws, 
 
 # ------------------------------------------------------- one ladder for every file tool
 def test_every_file_tool_climbs_the_same_ladder(tree):
-    from toolkit.core import ToolError
-    from toolkit.files import find_module, locate, resolve_in_workspace
+    from toolkit.kernel import ToolError
+    from toolkit.files import find_module, resolve_in_workspace
+    from toolkit.kernel import locate
 
     real, relative = locate(tree.ws, "src/config.ts")
     assert (real, relative) == (tree.ws.resolve() / "src/config.ts", PurePosixPath("src/config.ts"))

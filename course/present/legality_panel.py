@@ -1,14 +1,14 @@
 """Chapters 02 and 03: a live view of the legality indicator: toggle a scenario's three conditions, watch the verdict.
 
 Each checkbox changes the *input* of a real check (the arguments, the caller's
-scopes, the world), and the panel reruns ``toolkit.core.legality.check`` through the
+scopes, the world), and the panel reruns ``toolkit.kernel.legality.check`` through the
 scenario function. Nothing here fakes a bit.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-from toolkit.core import PRE_QUESTIONS, Outcome, Test, Verdict
+from toolkit.kernel import PRE_QUESTIONS, Outcome, Test, Verdict
 from course.present.svg import (GREEN, GREY, INK, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED, drawn_html,
                                  svg_circle, svg_figure, svg_lines, svg_rect, svg_text)
 

@@ -2,8 +2,8 @@
 
 ``choice_flip`` returns the drawing and its text form as one HTML block (``drawn_html``), so a
 notebook shows it with ``display(HTML(...))`` and no plotting library is imported for it.
-Which option is chosen is decided by ``toolkit.core.choose`` and where it changes by
-``toolkit.core.flip_point``; this module only finds the bands between those points and draws them.
+Which option is chosen is decided by ``toolkit.kernel.choose`` and where it changes by
+``toolkit.kernel.flip_point``; this module only finds the bands between those points and draws them.
 
 Marks carry ``data-*`` attributes a test can read: a score line ``data-option`` (with its scores at
 both ends, ``data-score-from`` and ``data-score-to``), a shaded band ``data-chosen`` with
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from toolkit.core import Option, choose, flip_point
+from toolkit.kernel import Option, choose, flip_point
 from course.present.svg import (AMBER, BLUE, GREEN, GREY, INK, LIGHT_AMBER, LIGHT_BLUE, LIGHT_GREEN, LIGHT_RED,
                                  MUTED, PAPER, RED, drawn_html, svg_figure, svg_line, svg_rect, svg_text)
 

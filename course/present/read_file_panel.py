@@ -9,7 +9,7 @@ its own in a temporary folder, removed by ``close()`` (or a ``with`` block).
 """
 from __future__ import annotations
 
-from toolkit.files import READ_FILE_LAYERS
+from toolkit.kernel import READ_FILE_LAYERS
 import re
 
 from course.present.svg import (FAINT, GREEN, GREY, INK, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED, drawn_html,

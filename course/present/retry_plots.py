@@ -6,7 +6,8 @@ it (inline SVG, like the panels, so no plotting library is imported for it).
 """
 from __future__ import annotations
 
-from toolkit.effects import RetryPolicy, arrival_times, jitter_waits, peak_load
+from toolkit.kernel import RetryPolicy
+from toolkit.effects import arrival_times, jitter_waits, peak_load
 from course.present.svg import BLUE, FAINT, INK, MUTED, PAPER, RED, svg_circle, svg_figure, svg_line, svg_rect, svg_text
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from toolkit.core import Option, choose
+from toolkit.kernel import Option, choose
 from course.present.svg import (AMBER, FAINT, GREEN, GREY, INK, LIGHT_GREEN, MUTED, PAPER, RED, drawn_html,
                                  svg_figure, svg_line, svg_rect, svg_text)
 

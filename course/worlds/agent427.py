@@ -9,7 +9,7 @@ two plausible claims, both wrong::
                                "patch": "use load_manifest(BOOK_DIR)"})
 
 The runtime checks both against the world as it is: the ``edit_file`` contract
-(``toolkit.core.legality.check``) refuses the fields, and the export reader
+(``toolkit.kernel.legality.check``) refuses the fields, and the export reader
 (``toolkit.files.exports``) refuses the name, because ``publication_manifest``
 exports ``load_publication_manifest``. Nothing is edited. The refusal is an
 observation; the agent inspects the module's real exports and proposes again,
@@ -29,8 +29,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from toolkit.core import (Caller, Host, Outcome, Status, Test, ToolCall, ToolError, ToolResult, Verdict, rejection,
-                          request)
+from toolkit.kernel import (Caller, Host, Outcome, Status, Test, ToolCall, ToolError, ToolResult, Verdict,
+                            rejection, request)
 from toolkit.files import (CLOSE, Exports, Preferences, check_imports, make_edit_file, make_inspect_exports,
                            read_exports)
 

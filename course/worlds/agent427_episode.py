@@ -1,6 +1,6 @@
 """Chapter 03: Agent-427's episode as interpreter steps: propose, be refused, inspect the exports, propose again.
 
-A scripted policy (no model, no network) runs through ``toolkit.core.loop.evaluate``:
+A scripted policy (no model, no network) runs through ``toolkit.kernel.loop.evaluate``:
 the chapter's first proposal, then ``inspect_step`` (read the rejection; if it
 names an unexported symbol, ask for the module's real exports), then
 ``correct_step`` (take the exported name closest to the one wanted and propose
@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit.core import ScriptedPolicy, State, ToolCall, ToolError, ToolResult, evaluate, request
-from course.worlds.agent427 import (BUILD_SCRIPT, TASK, Proposal, ProposalHost, corrected_proposal, episode_host,
-                                     first_proposal, read_build_script, scenario_copy, transition)
+from toolkit.kernel import ScriptedPolicy, State, ToolCall, ToolError, ToolResult, evaluate, request
+from course.worlds import (BUILD_SCRIPT, Proposal, ProposalHost, corrected_proposal, episode_host, first_proposal,
+                           read_build_script, scenario_copy, transition)
+from course.worlds.agent427 import TASK
 
 
 # ------------------------------------------------------------------ the policy
@@ -76,7 +77,7 @@ class Episode:
 
 
 def run_agent427(workspace: Path | str | None = None) -> Episode:
-    """Run the whole episode through ``toolkit.core.loop.evaluate`` with a scripted policy.
+    """Run the whole episode through ``toolkit.kernel.loop.evaluate`` with a scripted policy.
 
     Without a ``workspace`` the episode runs in a throwaway copy of the
     scenario, removed before this returns (the episode keeps build_site.py's

@@ -18,10 +18,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from toolkit.core import Caller, Test, ToolError, Verdict, request
+from toolkit.kernel import Caller, Test, ToolError, Verdict, request
 from toolkit.files import make_edit_file, make_inspect_exports
-from course.worlds.agent427 import (AGENT, BUILD_SCRIPT, MODULE, Proposal, ProposalHost, corrected_proposal,
-                                     episode_host, scenario_copy, validate)
+from course.worlds import (AGENT, BUILD_SCRIPT, MODULE, Proposal, ProposalHost, corrected_proposal, episode_host,
+                           scenario_copy, validate)
 
 #: The same agent, with its write scope taken away.
 READER = Caller(AGENT.name, frozenset({"fs.read"}))

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from toolkit.core import Caller, Contract, Host, Retry, Tool, ToolCall, request
-from course.worlds.books import Books
-from course.worlds.catalog import CREATE_INVOICE
-from course.worlds.scratch import ScratchFolder
+from toolkit.kernel import Caller, Contract, Host, Retry, Tool, ToolCall, request
+from course.worlds import Books
+from course.worlds import CREATE_INVOICE
+from course.worlds import ScratchFolder
 
 #: Per order, the fault each attempt meets ("ok" once the script runs out).
 FAULT_SCRIPT: dict[str, tuple[str, ...]] = {

@@ -19,8 +19,8 @@ import json
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from toolkit.core import Status, ToolFailure
-from course.worlds.billing_http import LOOPBACK, STUDENT_HEADER
+from toolkit.kernel import Status, ToolFailure
+from course.worlds import LOOPBACK, STUDENT_HEADER
 
 
 class BillingClient:

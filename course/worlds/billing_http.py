@@ -39,10 +39,10 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from toolkit.core import ToolError
-from course.worlds.billing_service import BillingService
-from course.worlds.catalog import CREATE_INVOICE
-from course.worlds.children import process_context, reap
+from toolkit.kernel import ToolError
+from course.worlds import BillingService
+from course.worlds import CREATE_INVOICE
+from course.worlds import process_context, reap
 
 #: The largest request body accepted, in bytes.
 MAX_BODY = 64 * 1024

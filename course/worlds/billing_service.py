@@ -26,9 +26,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from toolkit.core import Status, ToolError, ToolFailure, parse_arguments, schema_errors, scrub_error, secret_values
-from toolkit.effects import connect, fingerprint, transaction
-from course.worlds.catalog import CREATE_INVOICE
+from toolkit.kernel import Status, ToolError, ToolFailure
+from toolkit._schema import parse_arguments, schema_errors
+from toolkit._show import scrub_error, secret_values
+from toolkit.effects import connect, transaction
+from toolkit._fingerprints import fingerprint
+from course.worlds import CREATE_INVOICE
 
 #: The number of the first invoice (the chapter's trace starts at INV-9).
 FIRST_NUMBER = 9

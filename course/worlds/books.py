@@ -21,7 +21,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from toolkit.core import FailureClass, Status, ToolFailure
+from toolkit.kernel import FailureClass, Status, ToolFailure
 
 #: The faults of chapter 07's billing service, with the chance of each per attempt.
 LOG_FAULTS: Mapping[str, float] = {"rate_limited": 0.05, "timeout_after_effect": 0.03, "wrong_amount": 0.02}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from toolkit.core import Condition, Contract, Retry
+from toolkit.kernel import Condition, Contract, Retry
 
 
 def _order_approved(arguments: dict, world: Any) -> bool:

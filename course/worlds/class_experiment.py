@@ -29,11 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from toolkit.core import FailureClass, Status, ToolFailure
-from toolkit.effects import LedgerStatus, SqliteLedger
-from course.worlds.billing_client import BillingClient
-from course.worlds.billing_http import start
-from course.worlds.billing_service import student_errors
+from toolkit.kernel import FailureClass, Status, ToolFailure
+from toolkit.kernel import LedgerStatus
+from toolkit.effects import SqliteLedger
+from course.worlds import BillingClient
+from course.worlds import start
+from course.worlds import student_errors
 
 #: The variable the hub sets in every student's kernel: the shared billing service's URL.
 BILLING_URL_VARIABLE = "COURSE_BILLING_URL"

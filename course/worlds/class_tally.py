@@ -16,8 +16,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from toolkit.core import ToolFailure
-from course.worlds.billing_client import BillingClient
+from toolkit.kernel import ToolFailure
+from course.worlds import BillingClient
 
 #: How an invoice made without a student tag is counted.
 UNTAGGED = "(untagged)"

@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any, Generator, Iterable
 
 from toolkit.effects import SqliteLedger, connect
-from course.worlds.billing_http import serve_child as _billing_child   # the billing process: serve, say the port once
-from course.worlds.billing_service import list_invoices, open_books
-from course.worlds.catalog import CREATE_INVOICE
-from course.worlds.children import in_one_child, process_context, reap
-from course.worlds.crash_agents import CRASH_POINTS, KILLED, MODES, EventLog, agent
+from course.worlds import serve_child as _billing_child
+from course.worlds import list_invoices, open_books
+from course.worlds import CREATE_INVOICE
+from course.worlds import in_one_child, process_context, reap
+from course.worlds import CRASH_POINTS, KILLED, MODES, EventLog, agent
 
 
 def run_scenario(mode: str = "naive", crash_at: str = "after_effect_before_ledger", *, durable: bool = True,
@@ -224,7 +224,7 @@ def _state(work: Path, mode: str) -> dict[str, Any]:
 
 def crash_main() -> None:
     """``python -m course.worlds.crash``: the naive trace, then the whole matrix."""
-    from course.worlds.crash_designs import crash_matrix, matrix_table
+    from course.worlds import crash_matrix, matrix_table
 
     outcome = run_scenario("naive", "after_effect_before_ledger")
     print("\n".join(outcome["trace"]))

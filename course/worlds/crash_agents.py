@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit.effects import LedgerStatus, MemoryLedger, SqliteLedger
-from course.worlds.billing_client import BillingClient
-from course.worlds.billing_service import issue_invoice
+from toolkit.kernel import LedgerStatus, MemoryLedger
+from toolkit.effects import SqliteLedger
+from course.worlds import BillingClient
+from course.worlds import issue_invoice
 
 KEY = "invoice:order-431:v1"
 ORDER: dict[str, Any] = {"order_id": "order-431", "amount": 120.0, "currency": "EUR", "idempotency_key": KEY}

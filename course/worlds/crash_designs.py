@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from course.worlds.crash import run_scenarios
-from course.worlds.crash_agents import CRASH_POINTS, MODES
+from course.worlds import run_scenarios
+from course.worlds import CRASH_POINTS, MODES
 
 #: What each agent does, in the scenario's words, with its ledger on disk (True) or in memory (False).
 AGENT_TEXT: dict[tuple[str, bool], str] = {

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from toolkit.core import Host, Tool, ToolCall, ToolResult, Verdict, not_a_call, request
-from toolkit.files import (READ_FILE_LAYERS, ReadRefused, files_opened, make_read_file, read_file_switch,
-                           recording_opens)
-from toolkit.wire import Assembler, Refusal
+from toolkit.kernel import Host, Tool, ToolCall, ToolResult, Verdict, not_a_call, request
+from toolkit.kernel import READ_FILE_LAYERS, ReadRefused, make_read_file, read_file_switch
+from toolkit.files import files_opened, recording_opens
+from toolkit.wire import Assembler
+from toolkit.kernel import Refusal
 
 # ------------------------------------------------------------------ the chapter's world
 #: The workspace's files; the same text as the recorded vendor examples.

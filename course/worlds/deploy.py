@@ -22,10 +22,10 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
-from toolkit.core import Condition, Contract, Retry
-from toolkit.core import Host, Tool
-from toolkit.core import Caller
-from toolkit.core import FailureClass, Status, ToolFailure
+from toolkit.kernel import Condition, Contract, Retry
+from toolkit.kernel import Host, Tool
+from toolkit.kernel import Caller
+from toolkit.kernel import FailureClass, Status, ToolFailure
 
 HEALTHY, FAILING, PENDING = "healthy", "failing", "pending"
 
@@ -197,7 +197,7 @@ def run_deploy_episode(repaired: bool, versions: Iterable[str], service: str = "
     (cumulative), and ``live`` the settled health of whatever is serving after
     that call.
     """
-    from toolkit.core import request
+    from toolkit.kernel import request
 
     world = DeployService(seed=seed)
     host = deploy_host(repaired, world)

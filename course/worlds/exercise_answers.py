@@ -20,10 +20,10 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from toolkit.core import Host, ToolResult
-from toolkit.files import make_read_file
+from toolkit.kernel import Host, ToolResult
+from toolkit.kernel import make_read_file
 from toolkit.wire import IdMap, openai_calls
-from course.worlds.scratch import ScratchFolder
+from course.worlds import ScratchFolder
 
 DESK_TODO = "1. ship the invoice fix\n2. answer Ana\n"
 DESK_SECRET = "planted secret\n"

@@ -9,9 +9,9 @@ Nothing is run: only prices and the legality verdict are read.
 """
 from __future__ import annotations
 
-from toolkit.core import Option, ToolError, check, request
+from toolkit.kernel import Option, ToolError, check, request
 from toolkit.files import edit_file_contract
-from course.worlds.agent427 import AGENT, SCENARIO
+from course.worlds import AGENT, SCENARIO
 
 
 def choice_candidates() -> tuple[Option, Option, Option, ToolError]:

@@ -22,9 +22,9 @@ import difflib
 import sys
 from typing import Iterable
 
-from toolkit.core import ToolError
-from course.worlds.agent427 import copy_scenario
-from course.worlds.scratch import ScratchFolder
+from toolkit.kernel import ToolError
+from course.worlds import copy_scenario
+from course.worlds import ScratchFolder
 
 #: A module with a side effect on import, so a check that imports it is caught.
 TEXTSTATS = '''"""Word statistics for the book's chapters."""

@@ -25,10 +25,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from toolkit.effects import connect, fingerprint, transaction
+from toolkit.effects import connect, transaction
+from toolkit._fingerprints import fingerprint
 from course.worlds import billing_service
-from course.worlds.children import in_one_child, process_context, reap
-from course.worlds.crash_agents import CRASH_POINTS, KILLED, ORDER, die_at
+from course.worlds import in_one_child, process_context, reap
+from course.worlds import CRASH_POINTS, KILLED, ORDER, die_at
 
 LEDGER_TABLE = """CREATE TABLE IF NOT EXISTS ledger (
     key         TEXT PRIMARY KEY,

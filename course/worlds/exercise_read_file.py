@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Sequence
 
-from toolkit.core import FailureClass, Status, ToolCall, ToolError, ToolResult
+from toolkit.kernel import FailureClass, Status, ToolCall, ToolError, ToolResult
 
 
 def shape_errors(arguments: Any) -> list[ToolError]:

@@ -23,8 +23,10 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterable
 
-from toolkit.core import Contract, ToolCall, ToolError, parse_arguments, request
-from toolkit.wire import fixture, scheduler
+from toolkit.kernel import Contract, ToolCall, ToolError, request
+from toolkit._schema import parse_arguments
+from toolkit.kernel import scheduler
+from toolkit.wire import fixture
 
 ROUND_CONTRACTS = {
     "read_file": Contract("read_file", "Read a file.", {"type": "object"}, reads=("file:{path}",)),

@@ -15,11 +15,11 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from toolkit.core import Caller, Host, Status, Tool, request
-from toolkit.effects import (Action, AuditLog, MetricsReport, RetryController, RetryDecision, RetryPolicy,
-                             RetryState, measure, rows_from_attempts, rows_from_audit, run_audited)
-from course.worlds.books import LOG_FAULTS, Books
-from course.worlds.catalog import invoice_contract
+from toolkit.kernel import Caller, Host, Status, Tool, request
+from toolkit.kernel import Action, RetryController, RetryDecision, RetryPolicy, RetryState
+from toolkit.effects import AuditLog, MetricsReport, measure, rows_from_attempts, rows_from_audit, run_audited
+from course.worlds import LOG_FAULTS, Books
+from course.worlds import invoice_contract
 
 #: Ways a model's habits break the invoice schema (each is caught by the real validator).
 MALFORMED = (

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from toolkit.core import ToolCall
+from toolkit.kernel import ToolCall
 from toolkit.effects import RecordUnavailable, RemoteTimeout, TimeoutRuntime, classify_retry
 
 TITLE = "Login button does nothing"

@@ -16,9 +16,10 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from toolkit.effects import LedgerStatus, SqliteLedger, transaction
-from course.worlds.children import in_one_child, process_context, reap
-from course.worlds.crash_agents import EventLog
+from toolkit.kernel import LedgerStatus
+from toolkit.effects import SqliteLedger, transaction
+from course.worlds import in_one_child, process_context, reap
+from course.worlds import EventLog
 
 
 def race(processes: int = 4, keys: int = 20, mode: str = "atomic", *, context: str | None = None) -> dict[str, Any]:

@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolkit.core import FailureClass, Status, ToolCall, ToolFailure, request
-from toolkit.effects import Ledger
-from course.worlds.books import Books
-from course.worlds.crash_agents import ORDER
+from toolkit.kernel import FailureClass, Status, ToolCall, ToolFailure, request
+from toolkit.kernel import Ledger
+from course.worlds import Books
+from course.worlds import ORDER
 
 #: The second order of the chapter, with its own key (the lost answer bills it).
 ORDER_432: dict[str, Any] = {**ORDER, "order_id": "order-432", "idempotency_key": "invoice:order-432:v1"}

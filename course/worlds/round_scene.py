@@ -19,9 +19,10 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Sequence
 
-from toolkit.core import Contract, Host, Tool, ToolCall, ToolResult, request
-from toolkit.files import Workspace, make_read_file, path_guard
-from course.worlds.scratch import ScratchFolder
+from toolkit.kernel import Contract, Host, Tool, ToolCall, ToolResult, request
+from toolkit._workspace import Workspace
+from toolkit.kernel import make_read_file, path_guard
+from course.worlds import ScratchFolder
 
 #: The files the workspace starts with.
 ROUND_FILES: dict[str, str] = {

@@ -19,8 +19,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Iterable, Sequence
 
-from toolkit.core import ToolCall
-from toolkit.core import ToolResult
+from toolkit.kernel import ToolCall
+from toolkit.kernel import ToolResult
 
 
 class StepRecorder:

@@ -11,7 +11,7 @@ so the page shows what a learner's first run shows:
   for one if asked; a bare ``jupyter lab`` on the same folder does ask, so the check can see it;
 * the start page, and a chapter opened from the file browser, show no unsaved-changes dot once
   the kernel has connected and JupyterLab has written the kernel's details into the notebook;
-* exercises/ is reached by clicking through the file browser (and toolkit/core/legality.py, which
+* exercises/ is reached by clicking through the file browser (and toolkit/kernel/legality.py, which
   the start page says to open), and an exercise opened there is unchanged too;
 * how long the server takes to answer, the start page to show and its kernel to be ready
   (``first_run.json`` in the artifacts folder, and the summary at the end of the run).
@@ -181,7 +181,7 @@ def test_exercises_are_reached_by_clicking_through_the_file_browser(lab_page, co
     # the module the start page says to open is reachable the same way
     go_home(page)
     item(page, "toolkit").dblclick()
-    item(page, "core").dblclick()
+    item(page, "kernel").dblclick()
     item(page, "legality.py").wait_for(state="visible", timeout=10_000)
     open_folder(page, "notebooks")                            # leave the browser where the course starts
     check_unchanged(state, FIRST_EXERCISE, course)

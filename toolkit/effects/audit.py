@@ -36,11 +36,12 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from toolkit.core import LAYER_OF, scrub, secret_values
-from toolkit.effects.audit_chain import (AUDIT_COLUMNS, AUDIT_SCHEMA, GENESIS, Anchor, Verification, chain_digest,
-                                         chain_key, check_chain, schema_problems)
-from toolkit.effects.database import connect, transaction
-from toolkit.effects.records import ExecutionRecord, RecordState, Tick, Transition, open_record
+from toolkit.kernel import LAYER_OF
+from toolkit._show import scrub, secret_values
+from toolkit.effects import (AUDIT_COLUMNS, AUDIT_SCHEMA, GENESIS, Anchor, Verification, chain_digest, chain_key,
+                             check_chain, schema_problems)
+from toolkit.effects import connect, transaction
+from toolkit.effects import ExecutionRecord, RecordState, Tick, Transition, open_record
 
 @dataclass(frozen=True)
 class Story:
@@ -92,7 +93,7 @@ class AuditLog:
     def track(self, call: Any, initiator: str, contract: Any = None) -> ExecutionRecord:
         """Open the execution record of ``call``; each of its transitions is logged as it happens."""
         secret_fields = getattr(contract, "secret_fields", ())
-        from toolkit.core import parse_arguments
+        from toolkit._schema import parse_arguments
 
         arguments = call.arguments
         if isinstance(arguments, (str, bytes, bytearray)):
@@ -242,9 +243,9 @@ def run_audited(host: Any, call: Any, log: AuditLog, initiator: str, controller:
     retry is logged as a mark; an escalation moves the record to
     ``awaiting_human``. Returns the call's execution record.
     """
-    from toolkit.core import Status
-    from toolkit.effects.backoff import Action, RetryController
-    from toolkit.effects.retries import run_with_retries
+    from toolkit.kernel import Status
+    from toolkit.kernel import Action, RetryController
+    from toolkit.effects import run_with_retries
 
     contract = host.contract(call.name)
     record = log.track(call, initiator, contract)

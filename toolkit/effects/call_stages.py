@@ -6,7 +6,7 @@ The chapter 01 picture is not drawn by hand. Its main line is a list of
 passed; its side branches are *moves* of that record (``requested ->
 rejected`` and so on). ``moves()`` checks every move against
 ``records.TRANSITIONS``, and the advice under each branch is read from
-``toolkit.core.NEXT_STEP`` for the status that lands there. Change the state
+``toolkit.kernel.NEXT_STEP`` for the status that lands there. Change the state
 machine and the diagram either follows or refuses to draw; it cannot quietly
 disagree with the code. ``course.present.transaction_diagram`` only draws
 what is listed here.
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toolkit.core import NEXT_STEP, FailureClass, Status
-from toolkit.effects.records import FROM_STATUS, TRANSITIONS, RecordState
+from toolkit.kernel import NEXT_STEP, FailureClass, Status
+from toolkit.effects import FROM_STATUS, TRANSITIONS, RecordState
 
 S = RecordState
 

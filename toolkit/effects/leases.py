@@ -28,10 +28,11 @@ import socket
 import sqlite3
 from typing import Any, Callable, Iterable
 
-from toolkit.core import scrub
-from toolkit.effects.database import transaction
-from toolkit.effects.ledger import Answer, LedgerStatus, check_call, json_value
-from toolkit.effects.stored_results import decode_result, encode_result
+from toolkit._show import scrub
+from toolkit.effects import transaction
+from toolkit.kernel import Answer, LedgerStatus
+from toolkit.kernel.ledger import check_call, json_value
+from toolkit.effects import decode_result, encode_result
 
 LIVE = "live"
 _HOST = socket.gethostname()

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from toolkit.core import LAYER_OF
+from toolkit.kernel import LAYER_OF
 
 #: The record states that count as a failed call (for progress after failure).
 FAILED_STATES = frozenset({"failed", "rejected", "timeout", "cancelled", "awaiting_human"})
@@ -166,7 +166,7 @@ def rows_from_attempts(attempts: Iterable[Any], task_of: Any = None) -> list[Cal
 
     Effects, rollbacks and utility are not in a host log; they stay empty.
     """
-    from toolkit.effects.records import FROM_STATUS
+    from toolkit.effects import FROM_STATUS
 
     grouped: dict[str, list[Any]] = {}
     for a in attempts:

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Iterable
 
-from toolkit.core import Status, shown_call_id, shown_name
+from toolkit.kernel import Status
+from toolkit._ids import shown_call_id, shown_name
 
 
 class RecordState(str, Enum):
@@ -113,7 +114,7 @@ class ExecutionRecord:
     """The life of one call: who asked, for which tool, with what (summarised), and every move.
 
     ``summary`` is a redacted one-line argument summary; build records with
-    ``open_record`` so it is made by ``toolkit.core.redaction``. ``listener`` is told
+    ``open_record`` so it is made by ``toolkit._show``. ``listener`` is told
     of every transition (an audit log subscribes here).
     """
 
@@ -191,8 +192,8 @@ def argument_summary(arguments: Any, secret_fields: Iterable[str] = (), limit: i
     length is kept), because a secret could hide anywhere inside it. Secrets are
     masked before the summary is cut, so no fragment of one survives the cut.
     """
-    from toolkit.core import summarize
-    from toolkit.core import parse_arguments
+    from toolkit._show import summarize
+    from toolkit._schema import parse_arguments
 
     if isinstance(arguments, (str, bytes, bytearray)):
         parsed, errors = parse_arguments(arguments)

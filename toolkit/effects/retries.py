@@ -2,7 +2,7 @@
 
 ``run_with_retries`` runs one call on a host; after each failure the model's
 side (``ask``) may ask for a retry, and a ``RetryController``
-(``toolkit.effects.backoff``) grants it, refuses it, or escalates. Every
+(``toolkit.kernel.backoff``) grants it, refuses it, or escalates. Every
 attempt comes back as a ``Try``: the result, and what the controller said.
 """
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from toolkit.core import ToolCall, ToolResult
-from toolkit.effects.backoff import RetryController, RetryDecision
+from toolkit.kernel import ToolCall, ToolResult
+from toolkit.kernel import RetryController, RetryDecision
 
 
 @dataclass(frozen=True)

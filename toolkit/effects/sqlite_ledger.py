@@ -1,7 +1,7 @@
 """Chapter 05: the durable ledger: the ledger rule kept in one SQLite file, so a key survives a crash.
 
 ``SqliteLedger`` gives the same answers as ``MemoryLedger.call``
-(``toolkit.effects.ledger``), one row per (principal, key), opened and written
+(``toolkit.kernel.ledger``), one row per (principal, key), opened and written
 the one way this package opens SQLite (``toolkit.effects.database``: WAL, a
 busy timeout, ``BEGIN IMMEDIATE``). Where the effect lives decides the path:
 
@@ -27,11 +27,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from toolkit.core import Status, ToolFailure, ToolResult, scrub, secret_values
-from toolkit.effects.database import connect, transaction
-from toolkit.effects.leases import LIVE, LeaseSettlement, claim_owner, lease_state, storage_failure
-from toolkit.effects.ledger import Answer, LedgerStatus, check_call, json_value, run_effect
-from toolkit.effects.stored_results import decode_result, encode_result
+from toolkit.kernel import Status, ToolFailure, ToolResult
+from toolkit._show import scrub, secret_values
+from toolkit.effects import connect, transaction
+from toolkit.effects import LIVE, LeaseSettlement, claim_owner, lease_state
+from toolkit.effects.leases import storage_failure
+from toolkit.kernel import Answer, LedgerStatus
+from toolkit.kernel.ledger import check_call, json_value, run_effect
+from toolkit.effects import decode_result, encode_result
 
 LEDGER_SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledger (

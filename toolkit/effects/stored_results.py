@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from toolkit.core import FailureClass, Status, ToolError, ToolResult
+from toolkit.kernel import FailureClass, Status, ToolError, ToolResult
 
 
 def encode_result(value: Any, strict: bool = False) -> str:

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Callable
 
-from toolkit.core import NEXT_STEP, FailureClass, Status, ToolCall, ToolError, ToolResult, call_arguments, carried_key
-from toolkit.effects.fingerprints import same_arguments
+from toolkit.kernel import NEXT_STEP, FailureClass, Status, ToolCall, ToolError, ToolResult
+from toolkit._keys import call_arguments, carried_key
+from toolkit._fingerprints import same_arguments
 
 
 class RemoteTimeout(Exception):
@@ -87,7 +88,7 @@ class TimeoutRuntime:
     ``tracker`` is the remote service (see the module docstring). ``human`` (optional) answers a question about
     a call with ``"exists"``, ``"absent"``, or None (cannot say). ``log`` collects one line per step.
     ``contract`` (optional) names the argument that carries the key; arguments may be a dict or JSON text, and
-    the title and the key are read from the parsed value (``toolkit.core.call_arguments``).
+    the title and the key are read from the parsed value (``toolkit._keys.call_arguments``).
     """
 
     tracker: Any

@@ -7,7 +7,7 @@ draws every client's waits under each jitter variant, ``arrival_times`` says
 when each retry lands, and ``peak_load`` counts the worst wave: without
 jitter the whole crowd comes back at the same instants.
 
-Everything comes from ``toolkit.effects.backoff`` (``walk`` and ``plan``, the
+Everything comes from ``toolkit.kernel.backoff`` (``walk`` and ``plan``, the
 same pure ``step`` the host runs), with seeded randomness, so a notebook
 prints the same numbers on every run.
 """
@@ -17,7 +17,7 @@ from dataclasses import replace
 from itertools import accumulate
 from typing import Sequence
 
-from toolkit.effects.backoff import Jitter, RetryPolicy, plan, walk
+from toolkit.kernel import Jitter, RetryPolicy, plan, walk
 
 
 def plan_rows(policy: RetryPolicy, seed: int = 0) -> list[dict]:

@@ -20,8 +20,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolkit.core import ToolError
-from toolkit.files.exports import find_module, read_exports
+from toolkit.kernel import ToolError
+from toolkit.files import find_module, read_exports
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from toolkit.core import ToolError, shorten
-from toolkit.core import compile_schema, parse_arguments
+from toolkit.kernel import ToolError
+from toolkit._show import shorten
+from toolkit._schema import compile_schema, parse_arguments
 
 CLOSE = "}"
 

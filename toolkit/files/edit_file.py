@@ -28,7 +28,7 @@ the tool cannot keep. After a timeout, compare the file's hash with the
 evidence instead of retrying.
 
 **The path guard** is stricter than read_file's as text: no absolute paths and
-no ``..`` at all. Then it climbs rungs 1 and 2 of ``toolkit.files.confinement``
+no ``..`` at all. Then it climbs rungs 1 and 2 of ``toolkit.kernel.confinement``
 (the path as text, then its real location after links), so a link that points
 out of the workspace is refused. Rung 3 (opening component by component
 without following links) is read_file's; this tool reads and writes by path.
@@ -41,10 +41,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from toolkit.core import Condition, Contract, FailureClass, Retry, Status, Tool, ToolError, ToolFailure
-from toolkit.files.confinement import locate
-from toolkit.files.claims import check_claim, introduced_claims
-from toolkit.files.refusals import HINTS, PathRefused
+from toolkit.kernel import Condition, Contract, FailureClass, Retry, Status, Tool, ToolError, ToolFailure
+from toolkit.kernel import locate
+from toolkit.files import check_claim, introduced_claims
+from toolkit._paths import HINTS, PathRefused
 
 #: Largest file the tool will edit.
 MAX_FILE_BYTES = 1024 * 1024

@@ -18,7 +18,7 @@ The course's meaning of "exported":
   Names a module merely imports are not its exports under this rule.
 
 ``read_exports(root, module)`` finds the module's file under the workspace
-``root`` (through rungs 1 and 2 of ``toolkit.files.confinement``) and returns
+``root`` (through rungs 1 and 2 of ``toolkit.kernel.confinement``) and returns
 its ``Exports``; ``make_inspect_exports`` offers that to a model as a
 read-only tool. ``toolkit.files.claims`` checks proposed code's imports against it.
 """
@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit.core import Condition, Contract, Retry, Tool, ToolError
-from toolkit.files.confinement import locate
-from toolkit.files.refusals import PathRefused
+from toolkit.kernel import Condition, Contract, Retry, Tool, ToolError
+from toolkit.kernel import locate
+from toolkit._paths import PathRefused
 
 RULE_ALL = "__all__"
 RULE_PUBLIC = "public top-level names"
@@ -116,7 +116,7 @@ def find_module(root: Path | str, dotted: str) -> Path | None:
     """The file for module ``dotted`` under ``root`` (``a/b.py`` or ``a/b/__init__.py``), or None.
 
     Only plain dotted identifiers are looked up, and the file found must pass
-    rungs 1 and 2 of ``toolkit.files.confinement``: inside ``root`` as text and
+    rungs 1 and 2 of ``toolkit.kernel.confinement``: inside ``root`` as text and
     once symlinks are resolved.
     """
     found = _locate_module(root, dotted)
@@ -200,7 +200,7 @@ def make_inspect_exports(workspace: Path | str) -> Tool:
     def run(args: dict, world: Any) -> dict[str, Any]:
         found = read_exports(root, args["module"])
         if isinstance(found, ToolError):  # the file changed since the check
-            from toolkit.core import FailureClass, Status, ToolFailure
+            from toolkit.kernel import FailureClass, Status, ToolFailure
             raise ToolFailure(Status.FAILED, found.code, found.message, FailureClass.PRECONDITION)
         return found.to_dict()
 

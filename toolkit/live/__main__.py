@@ -1,7 +1,7 @@
 """Chapter 09: ``python -m toolkit.live``: one task against a model (see ``toolkit.live.cli``)."""
 import sys
 
-from toolkit.live.cli import live_command
+from toolkit.live import live_command
 
 __all__: list[str] = []   # a command, not a library: nothing to import from here
 

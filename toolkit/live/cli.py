@@ -20,12 +20,12 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from toolkit.files import make_read_file
-from toolkit.core import Host
-from toolkit.live.conversation import chat_for
-from toolkit.live.endpoint import LIVE_VENDORS, LiveConfigError, endpoint_from, make_client
-from toolkit.live.replay import recording, recording_names, replay_server
-from toolkit.live.session import LiveRunError, run_task
+from toolkit.kernel import make_read_file
+from toolkit.kernel import Host
+from toolkit.live import chat_for
+from toolkit.live import LIVE_VENDORS, LiveConfigError, endpoint_from, make_client
+from toolkit.live import recording, recording_names, replay_server
+from toolkit.live import LiveRunError, run_task
 
 
 class _Parser(argparse.ArgumentParser):

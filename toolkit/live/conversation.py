@@ -24,10 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from toolkit.core import Contract, ToolCall, ToolResult
-from toolkit.wire import (AnthropicStream, IdMap, OpenAIStream, Refusal, anthropic_assistant_message, anthropic_calls,
-                          anthropic_tool_results, completion_problem, openai_assistant_message, openai_calls,
-                          openai_tool_messages, tools_for)
+from toolkit.kernel import Contract, ToolCall, ToolResult
+from toolkit.wire import (AnthropicStream, IdMap, OpenAIStream, anthropic_assistant_message, anthropic_calls,
+                          anthropic_tool_results, openai_assistant_message, openai_calls, openai_tool_messages,
+                          tools_for)
+from toolkit.kernel import Refusal, completion_problem
 
 
 @dataclass(frozen=True)

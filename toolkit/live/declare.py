@@ -15,7 +15,7 @@ read-only ones), and still produces a strict schema::
   the tool is declared, never when a call arrives;
 * ``additionalProperties`` is false and every parameter is required unless
   it has a default;
-* the result is a ``toolkit.core.Tool``: the host checks every call against
+* the result is a ``toolkit.kernel.Tool``: the host checks every call against
   its contract before the function runs, and the function is called with
   the validated arguments as keywords.
 """
@@ -25,7 +25,7 @@ import inspect
 import typing
 from typing import Any, Callable
 
-from toolkit.core import Contract, Retry, Tool
+from toolkit.kernel import Contract, Retry, Tool
 
 
 def parameter_schema(annotation: Any, where: str) -> dict[str, Any]:

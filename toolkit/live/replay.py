@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from typing import Any
 
-from toolkit.live.endpoint import Endpoint, LiveConfigError, make_client
+from toolkit.live import Endpoint, LiveConfigError, make_client
 from toolkit.wire import fixture
 
 _PIECE = 16   # characters of arguments per streamed fragment

@@ -11,7 +11,7 @@
         write back the assistant turn and one result per call id
 
 ``ModelPolicy`` is the same model as a policy for the course's own
-``toolkit.core.evaluate`` loop, beside ``ScriptedPolicy``: it hands the loop
+``toolkit.kernel.evaluate`` loop, beside ``ScriptedPolicy``: it hands the loop
 one call at a time and sends the loop's results back when a round is spent.
 Nothing about the loop's rules changes; only who proposes.
 """
@@ -21,10 +21,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from toolkit.core import Host, State, Status, ToolCall, ToolResult, invoke_with_ledger, redacted_text, shorten
-from toolkit.live.conversation import ModelReply
-from toolkit.live.endpoint import failure_line, is_transient
-from toolkit.wire import Refusal, run_round
+from toolkit.kernel import Host, State, Status, ToolCall, ToolResult, invoke_with_ledger
+from toolkit._show import redacted_text, shorten
+from toolkit.live import ModelReply
+from toolkit.live import failure_line, is_transient
+from toolkit.kernel import Refusal
+from toolkit.wire import run_round
 
 _SDK_MODULES = ("openai", "anthropic", "httpx2", "httpx", "httpcore")
 
@@ -140,7 +142,7 @@ def run_task(chat: Any, host: Host, ledger: Any = None, *, max_rounds: int = 8, 
 
 
 class ModelPolicy:
-    """A real model as a policy for ``toolkit.core.evaluate``: one call per step, results sent back per round.
+    """A real model as a policy for ``toolkit.kernel.evaluate``: one call per step, results sent back per round.
 
     Calls the reader refused are answered by the policy itself (they never
     reach the loop); the others are proposed in the model's order and the

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolkit.core import ToolCall
-from toolkit.live.endpoint import Endpoint, make_client
-from toolkit.live.replay import recorded_stream
-from toolkit.wire import IdMap, Refusal, anthropic_stream, openai_stream
+from toolkit.kernel import ToolCall
+from toolkit.live import Endpoint, make_client
+from toolkit.live import recorded_stream
+from toolkit.wire import IdMap, anthropic_stream, openai_stream
+from toolkit.kernel import Refusal
 
 #: (case, vendor, recorded stream) shown side by side in the chapter.
 CONTRAST_CASES = (

@@ -14,7 +14,7 @@ from pathlib import Path
 
 def serve_command(argv: list[str] | None = None) -> int:
     """Parse the command line and serve until the client closes stdin; the exit status."""
-    from toolkit.mcp.server import CATALOG, serve_stdio
+    from toolkit.mcp import CATALOG, serve_stdio
 
     parser = argparse.ArgumentParser(prog="python -m toolkit.mcp", description="The course's tools over MCP (stdio).")
     commands = parser.add_subparsers(dest="command", required=True)

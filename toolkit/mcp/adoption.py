@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from toolkit.core import Condition, Contract, Retry, shorten
+from toolkit.kernel import Condition, Contract, Retry
+from toolkit._show import shorten
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def adopted_schema(input_schema: Any, close: bool = True) -> dict[str, Any] | st
 
 def adopt_tool(tool: Any, trust: Trust = Trust()) -> Contract | str:
     """The contract the host enforces for one ``mcp.types.Tool``, or a one-line reason it cannot adopt it."""
-    from toolkit.core import compile_schema
+    from toolkit._schema import compile_schema
 
     name = getattr(tool, "name", None)
     if not isinstance(name, str) or not name:

@@ -4,7 +4,7 @@
 
 ``McpHost`` reads a server's tools (``tools/list``), adopts each one as a
 contract (``toolkit.mcp.adoption``) and declares them in an ordinary
-``toolkit.core.Host``. A call then meets the same layers as any tool's: it is
+``toolkit.kernel.Host``. A call then meets the same layers as any tool's: it is
 checked first; a call that needs approval asks ``approve`` (a person, or a test)
 and runs only with a yes; a tool that is not safe to repeat goes through the
 ledger (``toolkit.effects``), so a retried call id or key replays the first
@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from toolkit.core import (Caller, CallIds, Contract, FailureClass, Host, Status, Tool, ToolCall, ToolError,
-                          ToolFailure, ToolResult, check, invoke_with_ledger, request, shorten)
-from toolkit.mcp.adoption import Trust, adopt_tool
+from toolkit.kernel import (Caller, CallIds, Contract, FailureClass, Host, Status, Tool, ToolCall, ToolError,
+                            ToolFailure, ToolResult, check, invoke_with_ledger, request)
+from toolkit._show import shorten
+from toolkit.mcp import Trust, adopt_tool
 
 #: ``approve(call, contract)``: True lets a call that needs approval run.
 Approver = Callable[[ToolCall, Contract], bool]
@@ -48,7 +49,7 @@ class McpHost:
 
     def __init__(self, connection: Any, trust: Trust = Trust(), caller: Caller = Caller(),
                  approve: Approver | None = None, ledger: Any = None):
-        from toolkit.effects import MemoryLedger
+        from toolkit.kernel import MemoryLedger
 
         self.connection, self.trust, self.approve = connection, trust, approve
         self.ledger = MemoryLedger() if ledger is None else ledger

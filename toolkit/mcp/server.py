@@ -10,7 +10,7 @@ line of text for clients that read only text. An unknown tool is refused by the
 host's own unknown-tool test, which names the nearest declared tools.
 
 The server is the SDK's low-level ``Server``: it validates nothing itself, so
-everything a call meets is the contract (``toolkit.core.check``).
+everything a call meets is the contract (``toolkit.kernel.check``).
 
 Hardening below the rule: no refusal leaves the server with the workspace's
 absolute path in it (``without_root`` replaces it by ``<workspace>``, on every
@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
-from toolkit.core import Caller, Host, Retry, Status, Tool, ToolCall, ToolResult
+from toolkit.kernel import Caller, Host, Retry, Status, Tool, ToolCall, ToolResult
 
 #: The file tools the files part offers, by name: ``--tools`` chooses among them (read_file by default).
 CATALOG = ("read_file", "edit_file", "inspect_exports")
@@ -38,7 +38,8 @@ LOG_KEEP = 1000
 
 def catalog_tools(workspace: Path | str, names: Iterable[str] = ("read_file",)) -> list[Tool]:
     """The course's file tools bound to ``workspace``: any of ``CATALOG``; an unknown name is a ValueError."""
-    from toolkit.files import make_edit_file, make_inspect_exports, make_read_file
+    from toolkit.files import make_edit_file, make_inspect_exports
+    from toolkit.kernel import make_read_file
 
     makers = {"read_file": make_read_file, "edit_file": make_edit_file, "inspect_exports": make_inspect_exports}
     names = list(dict.fromkeys(names))

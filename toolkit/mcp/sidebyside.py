@@ -18,10 +18,11 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
-from toolkit.core import LAYERS, ToolResult, shorten
-from toolkit.mcp.adoption import Trust
-from toolkit.mcp.connection import McpConnection
-from toolkit.mcp.remote import McpHost
+from toolkit.kernel import LAYERS, ToolResult
+from toolkit._show import shorten
+from toolkit.mcp import Trust
+from toolkit.mcp import McpConnection
+from toolkit.mcp import McpHost
 
 SECRET = "PLANTED-SECRET: this file lies outside the workspace"
 
@@ -98,7 +99,7 @@ def _line(label: str, result: ToolResult) -> str:
 
 def guarded_tickets(scratch: Path | str) -> list[str]:
     """An ``McpHost`` in front of the tickets server, step by step; the last lines count what really happened."""
-    from toolkit.mcp.demo_servers import stored_tickets
+    from toolkit.mcp import stored_tickets
 
     folder = Path(scratch) / "tickets"
     folder.mkdir(parents=True, exist_ok=True)

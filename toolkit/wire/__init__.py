@@ -6,21 +6,14 @@ from toolkit._exports import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "assembly": ("Assembler", "frames", "SKETCH_FRAMES"),
-    "completion": ("COMPLETE", "completion_problem", "CUT", "is_cut", "Refusal"),
     "ids": ("id_problem", "IdMap", "VENDORS"),
     "pairing": ("check_conversation", "naive_pairing", "pair_results", "pairing_problems"),
     "preview": ("KeyScanner", "MASK", "MAX_SECRETS_REMEMBERED", "Preview", "STOPPED"),
     "recorded": ("fixture", "fixture_names"),
     "rounds": ("Execute", "RoundReport", "run_plan", "run_round", "Timing", "verify"),
-    "scheduler": ("canonical", "conflict", "Contracts", "Footprint", "Plan", "PlannedCall", "resources", "schedule",
-                  "usable_id"),
     "sse": ("SSEDecoder", "SSEEvent", "StreamBroken"),
-    "stream_guards": ("answered_once", "assemble_field", "capped_errors", "field_too_long", "over_cap", "shared_id",
-                      "shown_value"),
     "stream_replay": ("describe_chunk", "Moment", "replay", "split_events"),
-    "vendor_messages": ("anthropic_assistant_message", "anthropic_calls", "anthropic_tool_results", "mcp_call",
-                        "mcp_request", "mcp_response", "openai_assistant_message", "openai_calls",
-                        "openai_tool_messages", "result_text"),
+    "vendor_messages": ("anthropic_assistant_message", "anthropic_calls", "anthropic_tool_results", "mcp_call", "mcp_request", "mcp_response", "openai_assistant_message", "openai_calls", "openai_tool_messages", "result_text"),
     "vendor_streams": ("anthropic_stream", "AnthropicStream", "openai_stream", "OpenAIStream"),
     "vendors": ("anthropic_tool", "mcp_annotations", "mcp_tool", "openai_tool", "strict_problems", "tools_for"),
 })

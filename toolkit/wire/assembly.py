@@ -5,8 +5,8 @@ is an unfinished fragment: ``{"path": "src/co`` says *some* file under
 ``src/``, not which one. ``Assembler`` keeps three promises:
 
 1. **Nothing partial runs.** Arguments are parsed (strictly, by
-   ``toolkit.core.schema.parse_arguments``) only in ``finish``, and only when
-   the stop reason completes the round (``toolkit.wire.completion``). A
+   ``toolkit._schema.parse_arguments``) only in ``finish``, and only when
+   the stop reason completes the round (``toolkit.kernel.stream``). A
    stream that was cut, stopped at a token limit, or broke on the way gives a
    ``Refusal`` with a structured error, never a ``ToolCall``.
 2. **A preview is not a call.** ``preview`` hands out a ``Preview``
@@ -23,16 +23,18 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from toolkit.core import schema
-from toolkit.core import MAX_CALL_ID_CHARS, MAX_ERRORS_PER_CALL, MAX_NAME_CHARS, MAX_OPEN_CALLS
-from toolkit.core import ToolCall
-from toolkit.core import ToolError
-from toolkit.wire.completion import Refusal, completion_problem, stream_incomplete
-from toolkit.wire.ids import IdMap, id_key
-from toolkit.wire.preview import KeyScanner, Preview
+from toolkit import _schema as schema
+from toolkit._caps import MAX_CALL_ID_CHARS, MAX_ERRORS_PER_CALL, MAX_NAME_CHARS, MAX_OPEN_CALLS
+from toolkit.kernel import ToolCall
+from toolkit.kernel import ToolError
+from toolkit.kernel import Refusal, completion_problem
+from toolkit.kernel.stream import stream_incomplete
+from toolkit.wire import IdMap
+from toolkit.wire.ids import id_key
+from toolkit.wire import KeyScanner, Preview
 from toolkit.wire.sse import stream_invalid
-from toolkit.wire.stream_guards import (answered_once, assemble_field, capped_errors, field_too_long, over_cap,
-                                        shared_id, shown_value)
+from toolkit._stream_guards import (answered_once, assemble_field, capped_errors, field_too_long, over_cap,
+                                    shared_id, shown_value)
 
 #: The chapter's sketch, frame by frame. The drawing elides the glue between its
 #: two rows (``, "arguments": `` and the closing brace); here it is written out,
@@ -64,7 +66,7 @@ class Assembler:
 
     ``add(index, call_id=..., name=..., arguments=...)`` takes whatever a
     chunk carried. The id and the name are assembled by one rule
-    (``toolkit.wire.stream_guards.assemble_field``): a server that repeats them in every
+    (``toolkit._stream_guards.assemble_field``): a server that repeats them in every
     chunk changes nothing, one that sends them in pieces is joined, one that
     changes them once the arguments have begun breaks the call.
     ``finish(stop_reason)`` is the completion signal: only then is each

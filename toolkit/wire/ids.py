@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolkit.core import CallIds
+from toolkit.kernel import CallIds
 
 __all__ = ["id_problem", "IdMap", "VENDORS"]
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping, Sequence
 
-from toolkit.core import ToolCall
-from toolkit.core import ToolError
-from toolkit.core import ToolResult
-from toolkit.wire.ids import VENDORS
+from toolkit.kernel import ToolCall
+from toolkit.kernel import ToolError
+from toolkit.kernel import ToolResult
+from toolkit.wire import VENDORS
 
 
 def pairing_problems(asked: Sequence[Any], answered: Iterable[Any], where: str = "$.call_id") -> list[ToolError]:

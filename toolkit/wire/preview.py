@@ -3,11 +3,11 @@
 While fragments arrive, the only honest things to show are the text so far
 and the keys whose names have fully arrived. ``Preview`` holds exactly that
 and is a different type from ``ToolCall``, so an executor handed one refuses
-it (``toolkit.core.host.not_a_call``). ``KeyScanner`` finds the keys in
+it (``toolkit.kernel.host.not_a_call``). ``KeyScanner`` finds the keys in
 partial JSON incrementally: each character is read once, however many
 previews are asked for.
 
-A preview is shown, so it obeys the redaction rule (``toolkit.core.redaction``)
+A preview is shown, so it obeys the redaction rule (``toolkit._show``)
 even before the JSON is whole: once a key whose name looks secret (``token``,
 ``password``, ...) has arrived, its value is replaced by ``"[redacted]"`` in
 the preview's text, whatever comes next; once that value is complete, later text
@@ -26,11 +26,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from toolkit.core import MAX_DEPTH, REDACTED, is_secret_name, pointer_for, scrub, secret_values, spellings
+from toolkit._caps import MAX_DEPTH
+from toolkit._show import REDACTED, is_secret_name, pointer_for, scrub, secret_values, spellings
 
 #: What the text of a preview shows instead of a secret-named field's value.
 MASK = json.dumps(REDACTED)
-#: Characters a credential shape (``toolkit.core.TOKEN_SHAPES``) can be made of, read from the end backwards.
+#: Characters a credential shape (``toolkit._show.TOKEN_SHAPES``) can be made of, read from the end backwards.
 _TOKEN_RUN = re.compile(r"[A-Za-z0-9._~+/=\s-]*")
 #: The most characters of a preview's text left unsettled, waiting for a credential to finish arriving.
 _UNSETTLED = 4096

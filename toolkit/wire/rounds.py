@@ -1,6 +1,6 @@
 """Chapter 08: running a round: each call starts when what it waits for is done, and every result is checked.
 
-``run_plan`` executes a ``Plan`` (``toolkit.wire.scheduler``) on worker
+``run_plan`` executes a ``Plan`` (``toolkit.kernel.scheduler``) on worker
 threads (real concurrency), each call starting as soon as the calls it waits
 for are done. Results come back in call order, one per item, and each is
 checked against its request by ``verify``: a result whose ``call_id`` is not
@@ -26,10 +26,12 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from toolkit.core import MAX_NAME_CHARS, ToolCall, shorten
-from toolkit.core import ToolError
-from toolkit.core import NEXT_STEP, FailureClass, Status, ToolResult
-from toolkit.wire.scheduler import Contracts, Plan, schedule
+from toolkit._caps import MAX_NAME_CHARS
+from toolkit.kernel import ToolCall
+from toolkit._show import shorten
+from toolkit.kernel import ToolError
+from toolkit.kernel import NEXT_STEP, FailureClass, Status, ToolResult
+from toolkit.kernel import Contracts, Plan, schedule
 
 #: Something that runs one call and returns its result, e.g. ``host.execute``.
 Execute = Callable[[ToolCall], ToolResult]

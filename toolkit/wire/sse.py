@@ -9,7 +9,7 @@ guessing. What the events *mean* is each vendor reader's business
 (``toolkit.wire.vendor_streams``).
 
 Hardening: one event's data may hold at most ``MAX_EVENT_BYTES`` bytes
-(``toolkit.core.limits``), and so may one line, give or take its field name;
+(``toolkit._caps``), and so may one line, give or take its field name;
 a body that passes either is refused as soon as it does, so memory stays
 bounded whatever a server sends. Errors never echo the body's text.
 """
@@ -20,7 +20,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from toolkit.core import MAX_EVENT_BYTES, ToolError, scrub, shorten
+from toolkit._caps import MAX_EVENT_BYTES
+from toolkit.kernel import ToolError
+from toolkit._show import scrub, shorten
 
 __all__ = ["SSEDecoder", "SSEEvent", "StreamBroken"]
 

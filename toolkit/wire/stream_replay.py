@@ -21,12 +21,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from toolkit.core import ToolCall, scrub, shorten
-from toolkit.wire.completion import Refusal
-from toolkit.wire.preview import KeyScanner, Preview
-from toolkit.wire.recorded import fixture
-from toolkit.wire.sse import SSEDecoder, SSEEvent, StreamBroken
-from toolkit.wire.vendor_streams import AnthropicStream, OpenAIStream
+from toolkit.kernel import ToolCall
+from toolkit._show import scrub, shorten
+from toolkit.kernel import Refusal
+from toolkit.wire import KeyScanner, Preview
+from toolkit.wire import fixture
+from toolkit.wire import SSEDecoder, SSEEvent, StreamBroken
+from toolkit.wire import AnthropicStream, OpenAIStream
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 

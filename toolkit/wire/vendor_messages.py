@@ -6,7 +6,7 @@ each paired with its call by that vendor's id field:
 * ``openai_calls`` / ``anthropic_calls`` / ``mcp_call`` read calls out of a
   response: each call becomes a ``ToolCall``, or a ``Refusal`` that never
   reaches an executor (a response cut at its token limit refuses them all:
-  the stop reasons are ``toolkit.wire.completion``'s one table);
+  the stop reasons are ``toolkit.kernel.stream``'s one table);
 * ``openai_tool_messages`` / ``anthropic_tool_results`` / ``mcp_response``
   write results back, under the id the vendor knows (``toolkit.wire.ids``),
   and the ``*_assistant_message`` / ``mcp_request`` writers echo the calls,
@@ -18,12 +18,13 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping
 
-from toolkit.core import ToolCall
-from toolkit.core import ToolError
-from toolkit.core import ToolResult
-from toolkit.core import parse_arguments
-from toolkit.wire.completion import Refusal, is_cut
-from toolkit.wire.ids import IdMap, id_key, id_problem
+from toolkit.kernel import ToolCall
+from toolkit.kernel import ToolError
+from toolkit.kernel import ToolResult
+from toolkit._schema import parse_arguments
+from toolkit.kernel import Refusal, is_cut
+from toolkit.wire import IdMap, id_problem
+from toolkit.wire.ids import id_key
 
 
 # ----------------------------------------------------- calls or refusals

@@ -17,16 +17,18 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator
 
-from toolkit.core import schema
-from toolkit.core import MAX_OPEN_CALLS
-from toolkit.core import ToolCall
-from toolkit.core import ToolError
-from toolkit.wire.assembly import Assembler
-from toolkit.wire.completion import Refusal, stream_incomplete
-from toolkit.wire.ids import IdMap
-from toolkit.wire.preview import Preview
-from toolkit.wire.sse import SSEDecoder, SSEEvent, StreamBroken, stream_invalid
-from toolkit.wire.stream_guards import over_cap, shown_value
+from toolkit import _schema as schema
+from toolkit._caps import MAX_OPEN_CALLS
+from toolkit.kernel import ToolCall
+from toolkit.kernel import ToolError
+from toolkit.wire import Assembler
+from toolkit.kernel import Refusal
+from toolkit.kernel.stream import stream_incomplete
+from toolkit.wire import IdMap
+from toolkit.wire import Preview
+from toolkit.wire import SSEDecoder, SSEEvent, StreamBroken
+from toolkit.wire.sse import stream_invalid
+from toolkit._stream_guards import over_cap, shown_value
 
 
 def _chunks(body: Any) -> Iterator[Any]:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from toolkit.core import Contract, Retry
-from toolkit.wire.ids import VENDORS
+from toolkit.kernel import Contract, Retry
+from toolkit.wire import VENDORS
 
 
 def openai_tool(contract: Contract, strict: bool = False) -> dict[str, Any]:

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolkit.core import ToolError
-from toolkit.core import FailureClass, Status, ToolResult
+from toolkit.kernel.call import ToolError
+from toolkit.kernel.call import FailureClass, Status, ToolResult
 
 __all__ = ["COMPLETE", "CUT", "completion_problem", "is_cut", "Refusal"]
 

@@ -40,8 +40,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Iterable
 
-from toolkit.core import Contract, FailureClass, Retry, Status, ToolCall, ToolResult, carried_key
-from toolkit.effects.fingerprints import same_arguments
+from toolkit.kernel.contract import Contract, Retry
+from toolkit.kernel.call import FailureClass, Status, ToolCall, ToolResult
+from toolkit._keys import carried_key
+from toolkit._fingerprints import same_arguments
 
 
 def step(state: RetryState, policy: RetryPolicy, rng: random.Random | None = None) -> RetryDecision:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolkit.core.errors import ToolError
-from toolkit.core.schema import parse_arguments
+from toolkit.kernel.call import ToolError
+from toolkit._schema import parse_arguments
 
 
 def call_arguments(call: Any, verdict: Any = None) -> Any:

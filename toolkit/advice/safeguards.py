@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toolkit.core.contracts import Contract, Retry
+from toolkit.kernel import Contract, Retry
 
 #: Each safeguard and what it prevents (the chapter's safeguard table).
 SAFEGUARDS: dict[str, str] = {

@@ -1,17 +1,18 @@
 """Chapter 01: how the path ladder says no: ``PathRefused``, its kinds, their hints and failure classes.
 
-Every rung of ``toolkit.files.confinement`` refuses the same way: it raises
+Every rung of ``toolkit.kernel.confinement`` refuses the same way: it raises
 ``PathRefused(rung, kind, shown, why, expected)``. The refusal carries, as
 fields a program can read, the rung that refused (``rung``, 1-3) and the kind
 of refusal (``kind``, a key of ``HINTS``); and, as the structured form a model
-is shown, a ``toolkit.core.ToolError`` with code ``path_refused``, pointer
+is shown, a ``toolkit.kernel.ToolError`` with code ``path_refused``, pointer
 ``$.path``, the message ``rung N (name) refused <path>: <why>`` and the hint
 that goes with the kind. Messages name paths only relative to the workspace:
 ``shown`` never echoes an absolute path.
 """
 from __future__ import annotations
 
-from toolkit.core import FailureClass, ToolError, json_type
+from toolkit.kernel.call import FailureClass, ToolError
+from toolkit._schema import json_type
 
 #: Largest file rung 3 will read, in bytes.
 MAX_BYTES = 1_000_000

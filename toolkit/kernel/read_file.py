@@ -4,7 +4,7 @@ The contract splits the work the way the chapter does:
 
 * schema layer: ``{"path": string}``, required, nothing else allowed;
 * permission / path layer (the contract's *guard*): rungs 1 and 2 of
-  ``toolkit.files.confinement`` (the path stays inside the workspace, as text and
+  ``toolkit.kernel.confinement`` (the path stays inside the workspace, as text and
   after resolving links);
 * business layer (*preconditions*): by default "the path names an existing
   regular file within the read cap", so ``read_file`` on a config that does
@@ -18,7 +18,7 @@ between the host's check and the read.
 
 For teaching, ``layers`` cuts layers out of the contract, to show where a bad
 call is caught instead; ``READ_FILE_LAYERS`` names the switches and the layer
-of ``toolkit.core.LAYER_OF`` each one stands for. With all three cut, a hostile
+of ``toolkit.kernel.LAYER_OF`` each one stands for. With all three cut, a hostile
 path is still refused, but by the executor after the host called the call
 legal; its failure (``ReadRefused``) still knows which rung refused.
 """
@@ -30,13 +30,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable
 
-from toolkit.core import LAYER_OF, Condition, Contract, Layer, Retry, Status, Tool, ToolError, ToolFailure
-from toolkit.files.confinement import describe_entry
-from toolkit.files.refusals import MAX_BYTES, PathRefused, shown
-from toolkit.files.workspace import Workspace
+from toolkit.kernel.legality import LAYER_OF, Layer
+from toolkit.kernel.contract import Condition, Contract, Retry
+from toolkit.kernel.call import Status, ToolError, ToolFailure
+from toolkit.kernel.host import Tool
+from toolkit.kernel.confinement import describe_entry
+from toolkit._paths import MAX_BYTES, PathRefused, shown
+from toolkit._workspace import Workspace
 
 #: The layers a read_file contract can carry, by switch name, each the validation layer (and so the
-#: legality test) of ``toolkit.core.LAYER_OF`` it stands for. All are on unless a lesson cuts one.
+#: legality test) of ``toolkit.kernel.LAYER_OF`` it stands for. All are on unless a lesson cuts one.
 READ_FILE_LAYERS: dict[str, Layer] = {"schema": LAYER_OF["schema_ok"], "path": LAYER_OF["auth_ok"],
                                       "business": LAYER_OF["Pre"]}
 
@@ -56,7 +59,7 @@ READ_FILE_SCHEMA = {
     "additionalProperties": False,
 }
 
-#: read_file as declared to a model. ``toolkit.files.read_file.make_read_file`` binds it to a
+#: read_file as declared to a model. ``toolkit.kernel.read_file.make_read_file`` binds it to a
 #: workspace, adding the path guard, the business rules and the confined executor.
 READ_FILE = Contract(
     name="read_file",
@@ -214,8 +217,8 @@ def common_errors(workspace: Path | str | Workspace) -> list[dict[str, str]]:
     Each row: the error, the example call, the error code, the pointer, and
     what goes back to the model (the structured error's message and hint).
     """
-    from toolkit.core import Host
-    from toolkit.core import request
+    from toolkit.kernel.host import Host
+    from toolkit.kernel.call import request
 
     host = Host.of([make_read_file(workspace)])
     cases = [

@@ -9,7 +9,7 @@ adds what a real ledger needs, and ``toolkit.effects.sqlite_ledger`` keeps
 the same answers on a file on disk, so a key survives a crash:
 
 * a key is claimed together with the tool, the principal and a fingerprint of
-  the arguments (``toolkit.effects.fingerprints``); the same key with
+  the arguments (``toolkit._fingerprints``); the same key with
   different arguments is a *conflict*, never a silent replay of someone
   else's result;
 * a finished key *replays* its stored result; a key still in flight answers
@@ -29,9 +29,10 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, Callable, Iterable, Mapping, Protocol, TypeVar, runtime_checkable
 
-from toolkit.core import (FailureClass, Status, ToolError, ToolFailure, ToolResult, parse_arguments, scrub,
-                          secret_values)
-from toolkit.effects.fingerprints import check_key, checked_fingerprint
+from toolkit.kernel.call import FailureClass, Status, ToolError, ToolFailure, ToolResult
+from toolkit._schema import parse_arguments
+from toolkit._show import scrub, secret_values
+from toolkit._fingerprints import check_key, checked_fingerprint
 
 Y = TypeVar("Y")
 

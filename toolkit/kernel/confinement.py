@@ -3,7 +3,7 @@
 A schema can say that ``path`` is a string. It cannot say that the string
 names a file the tool may read. This module answers that second question with
 a ladder of three rungs, and it is the package's one definition of it (the
-``Workspace`` of ``toolkit.files.workspace``, ``read_file``, ``edit_file`` and
+``Workspace`` of ``toolkit._workspace``, ``read_file``, ``edit_file`` and
 the exports reader all climb it). The rule::
 
     confine(root, path)      = check_realpath(root, path) after check_lexical(root, path)   # rungs 1, 2
@@ -42,7 +42,7 @@ The rules a path must follow, in words:
 * A link whose target stays inside the workspace is read through its target.
   Hard links and mount points are the workspace owner's choice.
 
-Every refusal raises ``toolkit.files.refusals.PathRefused`` (its ``rung`` and
+Every refusal raises ``toolkit._paths.PathRefused`` (its ``rung`` and
 ``kind`` are fields; its ``error`` is the ``path_refused`` ``ToolError``).
 Rung 3 needs ``dir_fd`` support (Linux, macOS); where it is missing it refuses every path.
 """
@@ -57,8 +57,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
-from toolkit.core import json_type
-from toolkit.files.refusals import MAX_BYTES, MAX_NAME_BYTES, MAX_PATH_BYTES, PathRefused, shown
+from toolkit._schema import json_type
+from toolkit._paths import MAX_BYTES, MAX_NAME_BYTES, MAX_PATH_BYTES, PathRefused, shown
 
 
 # --------------------------------------------------------------- the ladder

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 if TYPE_CHECKING:
-    from toolkit.core.contracts import Contract
+    from toolkit.kernel.contract import Contract
 
 
 def expected_value(confidence: float, payoff: float) -> float:

@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable
 
-from toolkit.core.calls import ToolCall
-from toolkit.core.contracts import Condition, Contract
-from toolkit.core.errors import ToolError
-from toolkit.core.hostile import call_id_error, not_a_call_error, unknown_tool_error
-from toolkit.core.redaction import scrub_error, secret_values
-from toolkit.core.results import FailureClass
-from toolkit.core.schema import parse_arguments, schema_errors
+from toolkit.kernel.call import ToolCall
+from toolkit.kernel.contract import Condition, Contract
+from toolkit.kernel.call import ToolError
+from toolkit._ids import call_id_error, not_a_call_error, unknown_tool_error
+from toolkit._show import scrub_error, secret_values
+from toolkit.kernel.call import FailureClass
+from toolkit._schema import parse_arguments, schema_errors
 
 
 class Outcome(str, Enum):

@@ -1,5 +1,4 @@
-"""Chapter 01: the host: declares tools, checks each request, executes or refuses it,
-and returns exactly one result per call id.
+"""Chapter 01: the host declares tools, checks each request, runs or refuses it, and answers every call id once.
 
 The model may propose; the host disposes. Every attempt is logged with its
 full verdict (all three tests), so the log can say which test stopped a call.
@@ -9,14 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
-from toolkit.core.calls import ToolCall
-from toolkit.core.contracts import Contract
-from toolkit.core.errors import ToolError
-from toolkit.core.hostile import duplicate_call_id_error, not_a_call_error, shown_call_id
-from toolkit.core.legality import LAYER_OF, Caller, Outcome, Verdict, check, refused
-from toolkit.core.limits import MAX_ERRORS_PER_CALL
-from toolkit.core.results import FailureClass, Status, ToolFailure, ToolResult
-from toolkit.core.redaction import redact_arguments, scrub, scrub_error, secret_values
+from toolkit.kernel.call import ToolCall
+from toolkit.kernel.contract import Contract
+from toolkit.kernel.call import ToolError
+from toolkit._ids import duplicate_call_id_error, not_a_call_error, shown_call_id
+from toolkit.kernel.legality import LAYER_OF, Caller, Outcome, Verdict, check, refused
+from toolkit._caps import MAX_ERRORS_PER_CALL
+from toolkit.kernel.call import FailureClass, Status, ToolFailure, ToolResult
+from toolkit._show import redact_arguments, scrub, scrub_error, secret_values
 
 #: An implementation receives validated arguments and the host's world.
 Implementation = Callable[[dict, Any], Any]

@@ -24,14 +24,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Protocol
 
-from toolkit.core.calls import ToolCall
-from toolkit.core.contracts import Contract, Retry
-from toolkit.core.errors import ToolError, shorten
-from toolkit.core.host import Host, rejection
-from toolkit.core.keys import call_arguments, carried_key
-from toolkit.core.legality import Verdict
-from toolkit.core.redaction import redacted_text
-from toolkit.core.results import FailureClass, Status, ToolResult
+from toolkit.kernel.call import ToolCall
+from toolkit.kernel.contract import Contract, Retry
+from toolkit.kernel.call import ToolError
+from toolkit._show import shorten
+from toolkit.kernel.host import Host, rejection
+from toolkit._keys import call_arguments, carried_key
+from toolkit.kernel.legality import Verdict
+from toolkit._show import redacted_text
+from toolkit.kernel.call import FailureClass, Status, ToolResult
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 A model can put anything where a call goes: ``None``, a dict, a name of ten million
 characters, bytes, an id that is a number or empty, the same id twice. The host never
-raises on any of it, never matches or echoes more than the caps in ``toolkit.core.limits``
+raises on any of it, never matches or echoes more than the caps in ``toolkit._caps``
 allow, and answers with one ``ToolError`` a model (and a log) can read.
 """
 from __future__ import annotations
@@ -10,8 +10,9 @@ from __future__ import annotations
 import difflib
 from typing import Any, Iterable
 
-from toolkit.core.errors import SURROGATE, ToolError, echo_text
-from toolkit.core.limits import MAX_CALL_ID_CHARS, MAX_NAME_CHARS
+from toolkit._show import SURROGATE, echo_text
+from toolkit.kernel.call import ToolError
+from toolkit._caps import MAX_CALL_ID_CHARS, MAX_NAME_CHARS
 
 
 def call_id_problem(call_id: Any) -> str | None:

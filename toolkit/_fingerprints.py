@@ -10,7 +10,7 @@ result.
 ``check_key`` and ``check_arguments`` answer with a structured ``ToolError``
 instead of raising: a model sent these, and a model is told what to fix.
 ``same_arguments`` is the one comparison of two calls' arguments (a dict or
-JSON text, parsed by ``toolkit.core.call_arguments``) that the retry controller
+JSON text, parsed by ``toolkit._keys.call_arguments``) that the retry controller
 and the timeout rules share.
 """
 from __future__ import annotations
@@ -20,7 +20,10 @@ import json
 import math
 from typing import Any
 
-from toolkit.core import MAX_DEPTH, ToolError, parse_arguments, pointer_for
+from toolkit._caps import MAX_DEPTH
+from toolkit.kernel.call import ToolError
+from toolkit._schema import parse_arguments
+from toolkit._show import pointer_for
 
 #: The longest idempotency key accepted (keys are names, not payloads).
 MAX_KEY_LENGTH = 200
@@ -100,7 +103,7 @@ class _NotJson(Exception):
 def _canonical(value: Any, path: tuple = ()) -> Any:
     """Equal JSON values get equal Python values: integral floats become ints, tuples lists.
 
-    Nesting is capped by ``toolkit.core.MAX_DEPTH``, the same cap the schema
+    Nesting is capped by ``toolkit._caps.MAX_DEPTH``, the same cap the schema
     layer puts on arguments.
     """
     if len(path) > MAX_DEPTH:

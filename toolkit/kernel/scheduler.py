@@ -38,13 +38,15 @@ import string
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
-from toolkit.core import MAX_CALL_ID_CHARS, MAX_OPEN_CALLS, call_id_problem
-from toolkit.core import ToolCall
-from toolkit.core import Contract
-from toolkit.core import ToolError
-from toolkit.core import FailureClass, Status, ToolResult
-from toolkit.core import not_a_call, parse_arguments
-from toolkit.wire.stream_guards import over_cap, shown_value
+from toolkit._caps import MAX_CALL_ID_CHARS, MAX_OPEN_CALLS
+from toolkit._ids import call_id_problem
+from toolkit.kernel.call import ToolCall
+from toolkit.kernel.contract import Contract
+from toolkit.kernel.call import ToolError
+from toolkit.kernel.call import FailureClass, Status, ToolResult
+from toolkit.kernel.host import not_a_call
+from toolkit._schema import parse_arguments
+from toolkit._stream_guards import over_cap, shown_value
 
 Footprint = tuple[frozenset[str], frozenset[str], bool]   # (reads, writes, known)
 

@@ -1,6 +1,10 @@
-"""Chapter 07: redaction: secrets never reach a log, a database, or a model's feedback.
+"""Chapters 01 and 07: what the host may show of a value: short, encodable echoes, and secrets redacted.
 
-Two rules, applied field by field: a field the contract marks secret is
+Every message, log line and transcript that repeats something a model sent goes through here: text is cut
+to a cap and made encodable (``echo_text``, ``echo_value``), and secrets never reach a log, a database or a
+model's feedback (``redact``, ``scrub``).
+
+Redaction has two rules, applied field by field: a field the contract marks secret is
 redacted, and so is any field whose *name* looks secret (token, api_key,
 password, pin, ...). Values are replaced by ``REDACTED``; structure is kept so the
 rest of the record stays useful for troubleshooting. Free text that may repeat a
@@ -11,11 +15,64 @@ anything shaped like a credential.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Iterable, Mapping
 
-from toolkit.core.errors import SURROGATE, ToolError
-from toolkit.core.limits import MAX_ARGUMENT_BYTES, MAX_DEPTH
+from toolkit._caps import MAX_ARGUMENT_BYTES, MAX_DEPTH, MAX_ECHO_CHARS
+from toolkit.kernel.call import ToolError
+
+def shorten(text: str, limit: int = 80, tail: str = "...") -> str:
+    """``text`` cut to at most ``limit`` characters, ending in ``tail`` when something was cut."""
+    return text if len(text) <= limit else text[: limit - len(tail)] + tail
+
+
+def pointer_for(path: tuple | list) -> str:
+    """Render a path of keys and indexes as a JSON path: ``("lines", 0, "qty")`` -> ``$.lines[0].qty``.
+
+    A key longer than ``MAX_ECHO_CHARS`` is shown cut, so a hostile key cannot make the pointer huge.
+    """
+    out = "$"
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f".{echo_text(part)}"
+    return out
+
+
+# ------------------------------------------------------------ hardening: what an error may echo back
+#: A lone surrogate: a half of a UTF-16 pair that JSON text may spell (``"\\ud83d"``) but no UTF-8 text can hold.
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def echo_text(value: Any, limit: int = MAX_ECHO_CHARS) -> str:
+    """``value`` as short, encodable text for a message: cut to ``limit``; lone surrogates become U+FFFD.
+
+    Text that is not a ``str`` (bytes, ``None``, a number a model put where a name goes) is shown by its
+    type only, so nothing it holds is copied.
+    """
+    if not isinstance(value, str):
+        return f"<{type(value).__name__}>"
+    return SURROGATE.sub("\ufffd", shorten(value, limit))
+
+
+def echo_value(value: Any, limit: int = MAX_ECHO_CHARS) -> Any:
+    """``value`` as an error's ``received`` may hold it: small JSON values as they are, anything else cut.
+
+    Text is cut to ``limit`` characters; an array or object whose JSON text is longer becomes that text,
+    cut; a value JSON cannot hold (NaN, bytes, an object) becomes a short description. The result always
+    passes ``json.dumps(..., allow_nan=False)`` and encodes as UTF-8.
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return echo_text(value, limit) if isinstance(value, str) else value
+    if isinstance(value, int):
+        return value if value.bit_length() <= 1023 else f"<integer of {value.bit_length()} bits>"
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return f"<{type(value).__name__}>"
+    return value if len(text) <= limit and not SURROGATE.search(text) else echo_text(text, limit)
+
 
 REDACTED = "[redacted]"
 #: Names that give a secret away wherever they appear inside a field name (``api_token``, ``clientSecret``).

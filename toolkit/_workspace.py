@@ -1,7 +1,7 @@
 """Chapter 01: the workspace: a folder a file tool is confined to, with the path ladder bound to it.
 
 ``Workspace(root)`` resolves its folder once and climbs the ladder of
-``toolkit.files.confinement`` against it: ``check`` runs rungs 1 and 2 (what a
+``toolkit.kernel.confinement`` against it: ``check`` runs rungs 1 and 2 (what a
 contract's path guard needs), ``read`` all three, and ``ladder`` / ``explain``
 report each rung's verdict separately, as the chapter prints them::
 
@@ -17,9 +17,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from toolkit.files.confinement import (FileRead, check_lexical, check_realpath, confine, open_confined,
-                                       read_confined)
-from toolkit.files.refusals import MAX_BYTES, RUNG_NAMES, PathRefused
+from toolkit.kernel.confinement import (FileRead, check_lexical, check_realpath, confine, open_confined,
+                                        read_confined)
+from toolkit._paths import MAX_BYTES, RUNG_NAMES, PathRefused
 
 
 @dataclass(frozen=True)

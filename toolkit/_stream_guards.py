@@ -14,7 +14,7 @@ the one rule that reads all three the same way:
 One ambiguity is left, and it is decided for the repeat: a piece equal to
 everything received so far (``ab`` then ``ab``) is read as a repeat.
 
-The caps come from ``toolkit.core.limits``, and each refusal names its cap:
+The caps come from ``toolkit._caps``, and each refusal names its cap:
 ``MAX_OPEN_CALLS`` calls in one stream, ``MAX_NAME_CHARS`` and
 ``MAX_CALL_ID_CHARS`` for a name or an id, and ``MAX_ERRORS_PER_CALL``
 problems for one call. Passing one of them breaks the stream (the reader stops
@@ -25,8 +25,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolkit.core import MAX_ECHO_CHARS, MAX_ERRORS_PER_CALL, ToolError, shorten
-from toolkit.wire.completion import Refusal
+from toolkit._caps import MAX_ECHO_CHARS, MAX_ERRORS_PER_CALL
+from toolkit.kernel.call import ToolError
+from toolkit._show import shorten
+from toolkit.kernel.stream import Refusal
 
 __all__ = ["answered_once", "assemble_field", "capped_errors", "field_too_long", "over_cap", "shared_id",
            "shown_value"]
@@ -72,7 +74,7 @@ def shown_value(value: Any) -> Any:
 
 
 def over_cap(pointer: str, what: str, cap_name: str, cap: int, unit: str, hint: str = "") -> ToolError:
-    """The refusal for a stream that passed one of the caps of ``toolkit.core.limits``, naming it."""
+    """The refusal for a stream that passed one of the caps of ``toolkit._caps``, naming it."""
     return ToolError("too_large", pointer, f"{what} passed the cap of {cap} {unit} ({cap_name})",
                      expected=f"at most {cap} {unit}", received=f"more than {cap}",
                      hint=hint or "nothing was run; ask for fewer or smaller calls")

@@ -3,7 +3,7 @@
 The course picks one meaning for "valid" and keeps it: **JSON Schema 2020-12,
 strictly**. ``"12"`` is not an integer, ``null`` is a wrong type (not a missing
 field), ``true`` is not a number, and a pattern means what ECMA-262 says (``$`` is
-the end of the text, ``\\d`` is 0-9: see ``toolkit.core.patterns``). Every failure
+the end of the text, ``\\d`` is 0-9: see ``toolkit._patterns``). Every failure
 becomes a ``ToolError`` whose pointer names the offending field itself; what it
 echoes back is redacted and short.
 """
@@ -16,12 +16,13 @@ import sys
 from functools import lru_cache
 from typing import Any, Iterable, Iterator, Mapping
 
-from toolkit.core.lazy_formats import import_jsonschema
-from toolkit.core.errors import SURROGATE, ToolError, echo_text, echo_value, pointer_for, shorten
-from toolkit.core.limits import MAX_ARGUMENT_BYTES, MAX_DEPTH, MAX_ERRORS_PER_CALL
-from toolkit.core.patterns import (additional_names, ecma_additional_properties, ecma_pattern_keyword,
-                                   ecma_pattern_properties, is_ecma_regex)
-from toolkit.core.redaction import REDACTED, is_secret_name, redact
+from toolkit._formats import import_jsonschema
+from toolkit._show import SURROGATE, echo_text, echo_value, pointer_for, shorten
+from toolkit.kernel.call import ToolError
+from toolkit._caps import MAX_ARGUMENT_BYTES, MAX_DEPTH, MAX_ERRORS_PER_CALL
+from toolkit._patterns import (additional_names, ecma_additional_properties, ecma_pattern_keyword,
+                               ecma_pattern_properties, is_ecma_regex)
+from toolkit._show import REDACTED, is_secret_name, redact
 
 
 # ----------------------------------------------------------------- parsing
@@ -186,7 +187,7 @@ def json_type(value: Any) -> str:
 # -------------------------------------------------------------- validating
 @lru_cache(maxsize=None)
 def _validator_class():
-    """Draft 2020-12, with patterns read the JSON Schema way (ECMA-262, see ``toolkit.core.patterns``)."""
+    """Draft 2020-12, with patterns read the JSON Schema way (ECMA-262, see ``toolkit._patterns``)."""
     import_jsonschema()                      # first, so the format extras' import-time work is deferred
     from jsonschema import Draft202012Validator, validators
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from toolkit.core.errors import ToolError
+from toolkit.kernel import ToolError
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Before a model may call a tool, the host writes down what the tool needs
 (argument schema, permissions, preconditions), what it promises
 (postconditions, evidence), what it costs, how much damage it can do, whether
 a retry is safe, and which resources it reads and writes. The runtime then
-enforces the writing: ``toolkit.core.legality.check`` reads a ``Contract``.
+enforces the writing: ``toolkit.kernel.legality.check`` reads a ``Contract``.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from enum import Enum
 from functools import cached_property
 from typing import Any, Callable, Mapping
 
-from toolkit.core.errors import ToolError
+from toolkit.kernel.call import ToolError
 
 
 class ContractError(ValueError):
@@ -86,7 +86,7 @@ class Contract:
     extras: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from toolkit.core.patterns import pattern_problems
+        from toolkit._patterns import pattern_problems
 
         problems = pattern_problems(self.schema)
         if problems:
@@ -95,7 +95,7 @@ class Contract:
     @cached_property
     def validator(self) -> Any:
         """The compiled schema validator, built once per contract."""
-        from toolkit.core.schema import compile_schema
+        from toolkit._schema import compile_schema
 
         return compile_schema(self.schema)
 

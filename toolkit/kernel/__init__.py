@@ -1,0 +1,39 @@
+"""The kernel (chapters 01-08): the rules of tool calling as a contract, one rule per file, in reading order.
+
+    call.py         a call is a request; every call id gets one result          (chapter 01)
+    contract.py     what a tool needs, promises, costs and risks                 (chapter 02)
+    legality.py     legal(u) = 1{schema_ok ∧ auth_ok ∧ Pre}                     (chapter 02)
+    host.py         the host checks, runs or refuses, and answers by call id     (chapter 01)
+    loop.py         evaluate: the model proposes, the contract disposes          (chapter 03)
+    choice.py       u* = argmax E[Q] − λc·C − λr·R over legal calls              (chapter 04)
+    confinement.py  the read_file ladder: lexical, real path, no-follow open     (chapter 01)
+    read_file.py    the chapter's read-only tool, every layer written down       (chapter 01)
+    ledger.py       invoke(f, x, k, L): replay a known key, run a new one once   (chapter 05)
+    backoff.py      n' = min(n_max, n + 1), d' = β·d, escalate at n_max          (chapter 06)
+    stream.py       a call runs only after its completion signal                 (chapter 08)
+    scheduler.py    read-read together, write-write and read-write in order      (chapter 08)
+
+Every name is imported here by name, so an editor's "go to definition" finds it.
+Hardening (caps, echoes, JSON and fingerprints, schemas and patterns, id rules) lives in the
+private modules beside the kernel (``toolkit/_*.py``), each reached through one function.
+"""
+from toolkit.kernel.call import (CallIds, CODES, FailureClass, MEANING, NEXT_STEP, POINTS_AT, request, Status,
+                                 ToolCall, ToolError, ToolFailure, ToolResult)
+from toolkit.kernel.contract import CheckResult, Condition, Contract, ContractError, Retry
+from toolkit.kernel.legality import (Caller, check, Layer, LAYER_OF, LAYERS, legal, legal_line, Outcome,
+                                     PRE_QUESTIONS, refused, Test, Verdict)
+from toolkit.kernel.host import Attempt, Host, Implementation, not_a_call, rejection, Tool
+from toolkit.kernel.loop import (contract_allows, evaluate, invoke_with_ledger, ledger_key, Observation,
+                                 ScriptedPolicy, shown_call, State)
+from toolkit.kernel.choice import Choice, choose, expected_value, flip_point, governed_score, Option
+from toolkit.kernel.confinement import (check_lexical, check_realpath, confine, describe_entry, FileRead, locate,
+                                        open_confined, read_confined, Refuse, stat_entry)
+from toolkit.kernel.read_file import (allowed_extensions, common_errors, DESCRIPTION, EVIDENCE_MATCHES,
+                                      existing_file, make_read_file, path_guard, READ_FILE, READ_FILE_LAYERS,
+                                      READ_FILE_SCHEMA, read_file_switch, ReadRefused)
+from toolkit.kernel.ledger import Answer, invoke, Ledger, LedgerStatus, MemoryLedger
+from toolkit.kernel.backoff import (Action, Jitter, NEVER_RETRY, plan, retry_verdict, RetryController,
+                                    RetryDecision, RetryPolicy, RetryState, step, walk)
+from toolkit.kernel.stream import COMPLETE, completion_problem, CUT, is_cut, Refusal
+from toolkit.kernel.scheduler import (canonical, conflict, Contracts, Footprint, Plan, PlannedCall, resources,
+                                      schedule, usable_id)
