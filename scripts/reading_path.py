@@ -22,7 +22,7 @@ BEGIN, END = "<!-- reading path: begin (scripts/reading_path.py) -->", "<!-- rea
 LINES_PER_HOUR = (300, 500)
 #: The kernel in reading order, with the chapter that teaches each file.
 ORDER = [("call.py", "01"), ("contract.py", "02"), ("legality.py", "02"), ("host.py", "01"), ("loop.py", "03"),
-         ("choice.py", "04"), ("confinement.py", "01"), ("read_file.py", "01"), ("ledger.py", "05"),
+         ("choice.py", "04"), ("read_file.py", "01"), ("ledger.py", "05"),
          ("backoff.py", "06"), ("stream.py", "08"), ("scheduler.py", "08")]
 
 

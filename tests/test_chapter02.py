@@ -18,7 +18,7 @@ import toolkit as tk
 from course.worlds import CREATE_INVOICE, Books
 from toolkit.kernel import CODES
 from course.present import formulas
-from toolkit.kernel import common_errors
+from course.worlds.demo_tree import common_errors
 from toolkit._schema import parse_arguments
 from toolkit.advice import CAUSES, GENERAL, cause_of
 from toolkit.kernel import LAYER_OF, PRE_QUESTIONS

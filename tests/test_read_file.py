@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
-import toolkit.kernel.confinement as ladder
+import toolkit.kernel.read_file as ladder
 from hostile_paths import (CAP, HOSTILE, LEGIT, SECRETS, build_tree, file_opens, recording_opens, stray_opens,
                            within)
-from toolkit.kernel import READ_FILE_LAYERS, allowed_extensions, make_read_file, read_file_switch
-from toolkit._paths import AUTHORIZATION_KINDS, HINTS
+from toolkit.kernel import READ_FILE_LAYERS, make_read_file, read_file_switch
+from toolkit._paths import AUTHORIZATION_KINDS, HINTS, allowed_extensions
 from toolkit.kernel import ReadRefused
 from toolkit._workspace import Workspace
 from toolkit.kernel import LAYER_OF
@@ -283,7 +283,7 @@ def test_any_arguments_end_in_one_structured_result(tree, host, arguments):
 
 
 def test_the_four_common_errors_each_get_their_own_structured_error(tmp_path):
-    from toolkit.kernel import common_errors
+    from course.worlds.demo_tree import common_errors
 
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "config.ts").write_text("export const port = 8080;\n")

@@ -10,12 +10,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import toolkit.kernel.confinement as ladder
+import toolkit.kernel.read_file as ladder
+import toolkit._nofollow as nofollow
 from hostile_paths import (CAP, HOSTILE, LEGIT, SECRETS, build_tree, file_opens, is_directory_open,
                            recording_opens, stray_opens, within)
 from toolkit.kernel import FailureClass
 from toolkit._paths import AUTHORIZATION_KINDS, HINTS, PathRefused
-from toolkit.kernel import FileRead, check_lexical, check_realpath, open_confined
+from toolkit.kernel import check_lexical, check_realpath, open_confined
+from toolkit._nofollow import FileRead
 from toolkit._workspace import Workspace
 
 
@@ -227,7 +229,7 @@ def test_a_link_swapped_in_after_the_lstat_fails_the_nofollow_open(fresh, monkey
     def swap():
         _swap_to_link(tree.ws / "notes.txt", "../outside/secret.txt")
 
-    monkeypatch.setattr(ladder, "stat_entry", _after(ladder.stat_entry, swap))
+    monkeypatch.setattr(nofollow, "stat_entry", _after(nofollow.stat_entry, swap))
     with recording_opens() as opens, pytest.raises(PathRefused) as caught:
         ws.read("notes.txt")
     assert (caught.value.rung, caught.value.kind) == (3, "symlink")
@@ -242,7 +244,7 @@ def test_a_fifo_swapped_in_after_the_lstat_does_not_block(fresh, monkeypatch):
         os.mkfifo(tree.ws / "fifo.new")
         os.rename(tree.ws / "fifo.new", tree.ws / "notes.txt")
 
-    monkeypatch.setattr(ladder, "stat_entry", _after(ladder.stat_entry, to_fifo))
+    monkeypatch.setattr(nofollow, "stat_entry", _after(nofollow.stat_entry, to_fifo))
     with pytest.raises(PathRefused) as caught:
         within(5, ws.read, "notes.txt")
     assert caught.value.kind == "changed" and "FIFO" in caught.value.why
@@ -255,7 +257,7 @@ def test_a_file_replaced_after_the_lstat_is_refused(fresh, monkeypatch):
         (tree.ws / "notes.new").write_bytes(b"another file")
         os.rename(tree.ws / "notes.new", tree.ws / "notes.txt")
 
-    monkeypatch.setattr(ladder, "stat_entry", _after(ladder.stat_entry, replace))
+    monkeypatch.setattr(nofollow, "stat_entry", _after(nofollow.stat_entry, replace))
     with pytest.raises(PathRefused) as caught:
         ws.read("notes.txt")
     assert caught.value.kind == "changed" and caught.value.error.retryable
@@ -263,8 +265,8 @@ def test_a_file_replaced_after_the_lstat_is_refused(fresh, monkeypatch):
 
 def test_a_file_that_grows_past_the_cap_is_refused(fresh, monkeypatch):
     tree, ws = fresh
-    monkeypatch.setattr(ladder, "stat_entry",
-                        _after(ladder.stat_entry, lambda: (tree.ws / "notes.txt").write_bytes(b"y" * (CAP + 10))))
+    monkeypatch.setattr(nofollow, "stat_entry",
+                        _after(nofollow.stat_entry, lambda: (tree.ws / "notes.txt").write_bytes(b"y" * (CAP + 10))))
     with pytest.raises(PathRefused) as caught:
         ws.read("notes.txt")
     assert caught.value.kind == "too_large"
@@ -272,7 +274,7 @@ def test_a_file_that_grows_past_the_cap_is_refused(fresh, monkeypatch):
 
 def test_a_file_that_grows_during_the_read_is_cut_at_the_cap(fresh, monkeypatch):
     tree, ws = fresh
-    real_read, lengths = ladder._read_at_most, []
+    real_read, lengths = nofollow._read_at_most, []
 
     def grow_then_read(fd, limit):
         with open(tree.ws / "notes.txt", "ab") as handle:
@@ -281,7 +283,7 @@ def test_a_file_that_grows_during_the_read_is_cut_at_the_cap(fresh, monkeypatch)
         lengths.append(len(data))
         return data
 
-    monkeypatch.setattr(ladder, "_read_at_most", grow_then_read)
+    monkeypatch.setattr(nofollow, "_read_at_most", grow_then_read)
     with pytest.raises(PathRefused) as caught:
         ws.read("notes.txt")
     assert caught.value.kind == "too_large" and "while being read" in caught.value.why
@@ -290,7 +292,7 @@ def test_a_file_that_grows_during_the_read_is_cut_at_the_cap(fresh, monkeypatch)
 
 def test_a_file_that_vanishes_after_the_lstat_is_refused(fresh, monkeypatch):
     tree, ws = fresh
-    monkeypatch.setattr(ladder, "stat_entry", _after(ladder.stat_entry, (tree.ws / "notes.txt").unlink))
+    monkeypatch.setattr(nofollow, "stat_entry", _after(nofollow.stat_entry, (tree.ws / "notes.txt").unlink))
     with pytest.raises(PathRefused) as caught:
         ws.read("notes.txt")
     assert caught.value.kind == "changed"
@@ -302,7 +304,7 @@ def test_an_io_error_during_the_read_is_a_refusal_without_a_leaked_descriptor(fr
     def broken_disk(fd, limit):
         raise OSError(5, "Input/output error", str(tree.ws / "notes.txt"))
 
-    monkeypatch.setattr(ladder, "_read_at_most", broken_disk)
+    monkeypatch.setattr(nofollow, "_read_at_most", broken_disk)
     before = sorted(os.listdir("/proc/self/fd")) if Path("/proc/self/fd").exists() else []
     with pytest.raises(PathRefused) as caught:
         ws.read("notes.txt")

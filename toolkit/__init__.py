@@ -32,8 +32,7 @@ from toolkit.kernel.legality import LAYERS, Caller, Outcome, Test, Verdict, chec
 from toolkit.kernel.host import Attempt, Host, Tool, rejection
 from toolkit.kernel.loop import ScriptedPolicy, State, contract_allows, evaluate, invoke_with_ledger
 from toolkit.kernel.choice import Choice, Option, choose, expected_value, governed_score
-from toolkit.kernel.confinement import confine, read_confined
-from toolkit.kernel.read_file import make_read_file
+from toolkit.kernel.read_file import confine, make_read_file, read_confined
 from toolkit.kernel.ledger import Answer, Ledger, LedgerStatus, MemoryLedger, invoke
 from toolkit.kernel.backoff import RetryController, RetryPolicy, RetryState, plan, retry_verdict, step
 from toolkit.kernel.stream import COMPLETE, CUT, Refusal, completion_problem

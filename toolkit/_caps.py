@@ -2,7 +2,7 @@
 
 A request is text a model wrote; the host never lets its size decide how much
 memory or time a check costs. Every cap the toolkit applies to what a model or a
-stream sends lives here, so a refusal can name its cap and a test can assert it.
+stream sends, or to a file a tool reads, lives here, so a refusal can name its cap and a test can assert it.
 """
 #: The largest argument document accepted, in bytes of JSON text.
 MAX_ARGUMENT_BYTES = 256 * 1024
@@ -20,6 +20,12 @@ MAX_ERRORS_PER_CALL = 16
 MAX_EVENT_BYTES = 1024 * 1024
 #: The most characters of a value echoed back in an error's ``received``.
 MAX_ECHO_CHARS = 80
+#: The largest file a file tool reads, in bytes: read_file, edit_file and the exports reader alike.
+MAX_FILE_BYTES = 1_000_000
+#: The longest path rung 1 of the read_file ladder accepts (UTF-8 bytes), and the longest single name in it.
+MAX_PATH_BYTES = 1024
+MAX_NAME_BYTES = 255
 
 __all__ = ["MAX_ARGUMENT_BYTES", "MAX_CALL_ID_CHARS", "MAX_DEPTH", "MAX_ECHO_CHARS", "MAX_ERRORS_PER_CALL",
-           "MAX_EVENT_BYTES", "MAX_NAME_CHARS", "MAX_OPEN_CALLS"]
+           "MAX_EVENT_BYTES", "MAX_FILE_BYTES", "MAX_NAME_BYTES", "MAX_NAME_CHARS", "MAX_OPEN_CALLS",
+           "MAX_PATH_BYTES"]

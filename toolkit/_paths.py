@@ -1,6 +1,6 @@
 """Chapter 01: how the path ladder says no: ``PathRefused``, its kinds, their hints and failure classes.
 
-Every rung of ``toolkit.kernel.confinement`` refuses the same way: it raises
+Every rung of ``toolkit.kernel.read_file`` refuses the same way: it raises
 ``PathRefused(rung, kind, shown, why, expected)``. The refusal carries, as
 fields a program can read, the rung that refused (``rung``, 1-3) and the kind
 of refusal (``kind``, a key of ``HINTS``); and, as the structured form a model
@@ -8,17 +8,21 @@ is shown, a ``toolkit.kernel.ToolError`` with code ``path_refused``, pointer
 ``$.path``, the message ``rung N (name) refused <path>: <why>`` and the hint
 that goes with the kind. Messages name paths only relative to the workspace:
 ``shown`` never echoes an absolute path.
+
+The business layer's refusals live here too: ``no_readable_file`` (the path is
+fine, but no small regular file is there, with a hint to switch tools) and
+``allowed_extensions`` (a rule a read_file can be given).
 """
 from __future__ import annotations
 
-from toolkit.kernel.call import FailureClass, ToolError
-from toolkit._schema import json_type
+import os
+import stat
+from typing import Any
 
-#: Largest file rung 3 will read, in bytes.
-MAX_BYTES = 1_000_000
-#: Longest path rung 1 accepts (UTF-8 bytes), and longest single component.
-MAX_PATH_BYTES = 1024
-MAX_NAME_BYTES = 255
+from toolkit.kernel.call import FailureClass, ToolError
+from toolkit.kernel.contract import Condition
+from toolkit._caps import MAX_NAME_BYTES, MAX_PATH_BYTES
+from toolkit._schema import json_type
 
 RUNG_NAMES = {1: "lexical", 2: "realpath", 3: "open"}
 
@@ -80,3 +84,48 @@ def shown(path: object, limit: int = 60) -> str:
         return "an absolute path"
     text = repr(path)
     return text if len(text) <= limit else repr(path[: limit - 8]) + "..."
+
+
+def describe_entry(mode: int) -> str:
+    """A file type in words: 'a directory', 'a FIFO (named pipe)', ..."""
+    for test, name in ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+# ------------------------------------------------------- the business layer's refusals
+def no_readable_file(path: object, entry: os.stat_result | None, max_bytes: int) -> ToolError | None:
+    """None when ``entry`` (an ``lstat``) is a small regular file; otherwise the error and hint a model is shown."""
+    if entry is not None and stat.S_ISREG(entry.st_mode) and entry.st_size <= max_bytes:
+        return None
+    if entry is None:
+        why, hint = "there is no such file in the workspace", (
+            "read_file reads existing files only: check the name against a directory listing, "
+            "or switch tools (e.g. create the file, or ask the user where it is)")
+    elif stat.S_ISDIR(entry.st_mode):
+        why, hint = "it is a directory", "list the directory with a listing tool instead of read_file"
+    elif stat.S_ISREG(entry.st_mode):
+        why, hint = (f"it is {entry.st_size} bytes, over the read cap of {max_bytes}",
+                     "ask the user for the part you need, or use a tool that reads a range")
+    else:
+        why, hint = f"it is {describe_entry(entry.st_mode)}", "read_file reads regular files only"
+    return ToolError("precondition_failed", "$.path", f"{shown(path)}: {why}",
+                     expected="an existing regular file in the workspace", received=why, hint=hint, retryable=False)
+
+
+def allowed_extensions(*suffixes: str) -> Condition:
+    """A business rule for read_file: only files ending in one of ``suffixes`` (e.g. ``".ts"``, ``".md"``)."""
+    allowed = tuple(sorted(suffixes))
+
+    def has_suffix(arguments: dict, world: Any) -> bool | ToolError:
+        path = arguments.get("path") if isinstance(arguments, dict) else None
+        if isinstance(path, str) and path.endswith(allowed):
+            return True
+        return ToolError("precondition_failed", "$.path", f"{shown(path)}: this tool reads only {', '.join(allowed)}",
+                         expected=list(allowed), received=shown(path),
+                         hint=f"ask for a file ending in {' or '.join(allowed)}, or switch tools", retryable=False)
+    return Condition("allowed_extension", f"path ends in {' or '.join(allowed)}", has_suffix)

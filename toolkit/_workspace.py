@@ -1,7 +1,7 @@
 """Chapter 01: the workspace: a folder a file tool is confined to, with the path ladder bound to it.
 
 ``Workspace(root)`` resolves its folder once and climbs the ladder of
-``toolkit.kernel.confinement`` against it: ``check`` runs rungs 1 and 2 (what a
+``toolkit.kernel.read_file`` against it: ``check`` runs rungs 1 and 2 (what a
 contract's path guard needs), ``read`` all three, and ``ladder`` / ``explain``
 report each rung's verdict separately, as the chapter prints them::
 
@@ -17,9 +17,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from toolkit.kernel.confinement import (FileRead, check_lexical, check_realpath, confine, open_confined,
-                                        read_confined)
-from toolkit._paths import MAX_BYTES, RUNG_NAMES, PathRefused
+import toolkit.kernel.read_file as ladder     # a module import: the kernel's read_file builds a Workspace too
+from toolkit._caps import MAX_FILE_BYTES
+from toolkit._nofollow import FileRead
+from toolkit._paths import RUNG_NAMES, PathRefused
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class Workspace:
     """
 
     root: Path
-    max_bytes: int = MAX_BYTES
+    max_bytes: int = MAX_FILE_BYTES
 
     def __post_init__(self) -> None:
         root = Path(self.root).resolve(strict=True)
@@ -57,11 +58,11 @@ class Workspace:
 
     def check(self, path: object) -> PurePosixPath:
         """Rungs 1 and 2: the real path, relative to the root, or ``PathRefused``. Opens nothing."""
-        return confine(self.root, path)
+        return ladder.confine(self.root, path)
 
     def read(self, path: object) -> FileRead:
         """All three rungs. Rung 3 always runs, on the real path rung 2 found."""
-        return read_confined(self.root, path, self.max_bytes)
+        return ladder.read_confined(self.root, path, self.max_bytes)
 
     def entry(self, path: object) -> os.stat_result | None:
         """``lstat`` of what a confined path names (rungs 1-2 first), or None if nothing is there.
@@ -78,10 +79,10 @@ class Workspace:
         """Run the rungs in order and say what each decided (a refused rung stops the climb)."""
         steps: list[RungStep] = []
         try:
-            steps.append(RungStep(1, "pass", repr(str(check_lexical(self.root, path)))))
-            real = check_realpath(self.root, path)
+            steps.append(RungStep(1, "pass", repr(str(ladder.check_lexical(self.root, path)))))
+            real = ladder.check_realpath(self.root, path)
             steps.append(RungStep(2, "pass", repr(str(real))))
-            got = open_confined(self.root, real, self.max_bytes)
+            got = ladder.open_confined(self.root, real, self.max_bytes)
             steps.append(RungStep(3, "pass", f"{got.size} bytes, sha256 {got.sha256[:12]}..."))
         except PathRefused as refusal:
             steps.append(RungStep(refusal.rung, "refused", refusal.why))

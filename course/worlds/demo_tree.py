@@ -256,5 +256,30 @@ def _answer_streamed(host: Host, item: ToolCall | Refusal) -> ToolResult:
     return item.result or not_a_call(item)
 
 
+def common_errors(workspace: Path | str) -> list[dict[str, Any]]:
+    """The chapter's four common errors, each produced by a real call to ``read_file``.
+
+    The workspace should hold ``src/config.ts`` and no ``config/settings.yaml``.
+    Each row: the error, the example call, the error code, the pointer, and
+    what goes back to the model (the structured error's message and hint).
+    """
+    host = Host.of([make_read_file(workspace)])
+    cases = [
+        ("missing required field", "path absent", {}),
+        ("wrong type", "path given as an array", {"path": ["src/config.ts"]}),
+        ("out-of-range enum", "mode outside the list", {"path": "src/config.ts", "mode": "binary"}),
+        ("wrong tool chosen", "read_file on a config that doesn't exist", {"path": "config/settings.yaml"}),
+    ]
+    rows = []
+    for label, example, arguments in cases:
+        result = host.execute(request("read_file", arguments, call_id=f"call_{len(rows) + 1}"))
+        error = result.errors[0]
+        rows.append({"error": label, "example": example, "arguments": arguments, "status": result.status.value,
+                     "failure_class": result.failure_class.value if result.failure_class else "",
+                     "code": error.code, "pointer": error.pointer,
+                     "feedback": f"{error.message} — hint: {error.hint}" if error.hint else error.message})
+    return rows
+
+
 __all__ = ["Attempted", "DemoRequest", "DemoTree", "FILES", "HOSTILE", "LINK_OUT", "REQUESTS", "SECRETS", "attempt",
-           "demo_workspace"]
+           "common_errors", "demo_workspace"]

@@ -6,8 +6,7 @@
     host.py         the host checks, runs or refuses, and answers by call id     (chapter 01)
     loop.py         evaluate: the model proposes, the contract disposes          (chapter 03)
     choice.py       u* = argmax E[Q] − λc·C − λr·R over legal calls              (chapter 04)
-    confinement.py  the read_file ladder: lexical, real path, no-follow open     (chapter 01)
-    read_file.py    the chapter's read-only tool, every layer written down       (chapter 01)
+    read_file.py    the ladder (lexical, real path, no-follow open), read_file   (chapter 01)
     ledger.py       invoke(f, x, k, L): replay a known key, run a new one once   (chapter 05)
     backoff.py      n' = min(n_max, n + 1), d' = β·d, escalate at n_max          (chapter 06)
     stream.py       a call runs only after its completion signal                 (chapter 08)
@@ -26,11 +25,10 @@ from toolkit.kernel.host import Attempt, Host, Implementation, not_a_call, rejec
 from toolkit.kernel.loop import (contract_allows, evaluate, invoke_with_ledger, ledger_key, Observation,
                                  ScriptedPolicy, shown_call, State)
 from toolkit.kernel.choice import Choice, choose, expected_value, flip_point, governed_score, Option
-from toolkit.kernel.confinement import (check_lexical, check_realpath, confine, describe_entry, FileRead, locate,
-                                        open_confined, read_confined, Refuse, stat_entry)
-from toolkit.kernel.read_file import (allowed_extensions, common_errors, DESCRIPTION, EVIDENCE_MATCHES,
-                                      existing_file, make_read_file, path_guard, READ_FILE, READ_FILE_LAYERS,
-                                      READ_FILE_SCHEMA, read_file_switch, ReadRefused)
+from toolkit.kernel.read_file import (check_lexical, check_realpath, confine, EVIDENCE_MATCHES, existing_file,
+                                      locate, make_read_file, open_confined, path_guard, READ_FILE, READ_FILE_LAYERS,
+                                      READ_FILE_SCHEMA, read_confined, read_file_switch, ReadRefused,
+                                      write_confined)
 from toolkit.kernel.ledger import Answer, invoke, Ledger, LedgerStatus, MemoryLedger
 from toolkit.kernel.backoff import (Action, Jitter, NEVER_RETRY, plan, retry_verdict, RetryController,
                                     RetryDecision, RetryPolicy, RetryState, step, walk)

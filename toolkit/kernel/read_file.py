@@ -1,45 +1,159 @@
-"""Chapter 01: read_file: the chapter's read-only tool, with every validation layer written down.
+"""Chapter 01: read_file and its ladder: a path climbs three rungs before a byte is read.
 
-The contract splits the work the way the chapter does:
+    rung 1  check_lexical(root, p)   p as text stays inside root (components compared, ".." never above root)
+    rung 2  check_realpath(root, p)  realpath(root / p) stays inside root (every link resolved, nothing opened)
+    rung 3  open_confined(root, r)   open r component by component with O_NOFOLLOW; lstat before = fstat after;
+                                     a regular file of at most the cap, and at most the cap read
 
-* schema layer: ``{"path": string}``, required, nothing else allowed;
-* permission / path layer (the contract's *guard*): rungs 1 and 2 of
-  ``toolkit.kernel.confinement`` (the path stays inside the workspace, as text and
-  after resolving links);
-* business layer (*preconditions*): by default "the path names an existing
-  regular file within the read cap", so ``read_file`` on a config that does
-  not exist is refused with a hint to switch tools; more can be supplied,
-  e.g. ``allowed_extensions(".ts", ".md")``.
+    confine(root, p)       = rung 2 after rung 1          (the contract's path guard: opens nothing)
+    read_confined(root, p) = rung 3 on confine(root, p)   (what the executor runs, always)
 
-The implementation then opens the file through rung 3 (no link followed, no
-FIFO or device opened, at most the cap read). Rung 3 cannot be switched off:
-it is the last line, and it re-checks everything, because a file can change
-between the host's check and the read.
+Each rung catches what the one before it misses: rung 1 refuses ``../etc/passwd``
+and ``/ws_evil`` (``PurePosixPath.is_relative_to``, never ``str.startswith``);
+rung 2 refuses a link inside the workspace that points out of it; rung 3
+refuses a link swapped in after rungs 1 and 2 looked (a check, then a use, is a
+race), and FIFOs, devices and directories, unopened. ``src/../README.md`` is
+fine; ``../ws/README.md`` is not, even though it would come back. Nothing is
+decoded or expanded (``%2e%2e``, ``~``, ``$HOME`` are plain characters).
 
-For teaching, ``layers`` cuts layers out of the contract, to show where a bad
-call is caught instead; ``READ_FILE_LAYERS`` names the switches and the layer
-of ``toolkit.kernel.LAYER_OF`` each one stands for. With all three cut, a hostile
-path is still refused, but by the executor after the host called the call
-legal; its failure (``ReadRefused``) still knows which rung refused.
+``make_read_file`` puts the ladder into a contract, one validation layer each:
+schema ``{"path": string}``; the path layer (guard) is rungs 1 and 2; the
+business layer (precondition) asks for an existing small regular file, so a
+missing config gets a hint to switch tools. The executor climbs all three
+rungs again, whatever the layers: a file can change between check and read.
+``layers`` cuts layers out for the lesson (``READ_FILE_LAYERS``); with all
+cut, a hostile path is still refused, by rung 3, as a ``ReadRefused``.
+
+Every refusal is a ``toolkit._paths.PathRefused`` (``rung``, ``kind``,
+``error``); the system calls of rung 3 live in ``toolkit._nofollow``.
 """
 from __future__ import annotations
 
 import hashlib
-import stat
+import os
+import unicodedata
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Iterable
 
 from toolkit.kernel.legality import LAYER_OF, Layer
 from toolkit.kernel.contract import Condition, Contract, Retry
-from toolkit.kernel.call import Status, ToolError, ToolFailure
+from toolkit.kernel.call import Status, ToolFailure
 from toolkit.kernel.host import Tool
-from toolkit.kernel.confinement import describe_entry
-from toolkit._paths import MAX_BYTES, PathRefused, shown
+from toolkit._caps import MAX_FILE_BYTES, MAX_NAME_BYTES, MAX_PATH_BYTES
+from toolkit._nofollow import FileRead, folder, read_nofollow, write_nofollow
+from toolkit._paths import PathRefused, no_readable_file, shown
+from toolkit._schema import json_type
 from toolkit._workspace import Workspace
 
-#: The layers a read_file contract can carry, by switch name, each the validation layer (and so the
-#: legality test) of ``toolkit.kernel.LAYER_OF`` it stands for. All are on unless a lesson cuts one.
+_INSIDE = "a relative path inside the workspace"
+
+
+# ------------------------------------------------------------------ rung 1
+def check_lexical(root: Path, path: object) -> PurePosixPath:
+    """Rung 1: the path as text, relative to ``root`` (the workspace's real path) and tidied. Touches no file."""
+    def refuse(kind: str, why: str) -> PathRefused:
+        return PathRefused(1, kind, shown(path), why, _INSIDE)
+
+    if not isinstance(path, str):
+        raise refuse("not_text", f"the path must be a string, got {json_type(path)}")
+    if path == "":
+        raise refuse("empty", "the path is empty")
+    try:
+        encoded = path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise refuse("not_text", "the path is not valid Unicode text") from None
+    if "\x00" in path:
+        raise refuse("nul", "it contains a NUL byte")
+    if "\\" in path:
+        raise refuse("backslash", "it contains a backslash, which is not a folder separator here")
+    if any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in path):
+        raise refuse("control", "it contains a control or invisible formatting character")
+    candidate = PurePosixPath(path)
+    if len(encoded) > MAX_PATH_BYTES or any(len(p.encode("utf-8")) > MAX_NAME_BYTES for p in candidate.parts):
+        raise refuse("too_long", "it is longer than the host accepts")
+    base = PurePosixPath(root)
+    if candidate.is_absolute():
+        if not candidate.is_relative_to(base):   # compares components: /ws_evil is not under /ws
+            raise refuse("absolute", "it lies outside the workspace")
+        candidate = candidate.relative_to(base)
+    parts: list[str] = []
+    for part in candidate.parts:
+        if part == "..":
+            if not parts:
+                raise refuse("traversal", 'its ".." climbs above the workspace')
+            parts.pop()
+        elif part != ".":
+            parts.append(part)
+    return PurePosixPath(*parts)
+
+
+# ------------------------------------------------------------------ rung 2
+def check_realpath(root: Path, path: str) -> PurePosixPath:
+    """Rung 2: every link resolved as the kernel would; the real path must lie inside ``root``. Opens nothing."""
+    try:
+        real = PurePosixPath(os.path.realpath(os.path.join(root, path)))
+    except (OSError, ValueError, RuntimeError):
+        raise PathRefused(2, "unresolvable", shown(path), "it cannot be resolved", _INSIDE) from None
+    base = PurePosixPath(root)
+    if not real.is_relative_to(base):      # components again: a link to /ws_evil is outside /ws
+        raise PathRefused(2, "outside", shown(path), "it resolves to a place outside the workspace", _INSIDE)
+    return real.relative_to(base)
+
+
+# ------------------------------------------------------------------ rung 3
+def _rung3(relative: PurePosixPath | str, expected: str) -> tuple[PurePosixPath, Any]:
+    rel = PurePosixPath(relative)
+
+    def refuse(kind: str, why: str) -> PathRefused:
+        return PathRefused(3, kind, shown(str(relative)), why, expected)
+
+    if rel.is_absolute() or ".." in rel.parts:
+        raise refuse("traversal", "rung 3 opens only plain relative paths")
+    if not rel.parts:
+        raise refuse("not_regular", "it is a directory (the workspace itself)")
+    return rel, refuse
+
+
+def open_confined(root: Path, relative: PurePosixPath | str, max_bytes: int = MAX_FILE_BYTES) -> FileRead:
+    """Rung 3: open ``relative`` under ``root`` without following any link, check it, read at most the cap."""
+    rel, refuse = _rung3(relative, f"a regular file of at most {max_bytes} bytes inside the workspace")
+    with folder(root, rel.parts[:-1], refuse) as dir_fd:      # every folder O_DIRECTORY | O_NOFOLLOW
+        data = read_nofollow(dir_fd, rel.name, max_bytes, refuse)
+    return FileRead.of(str(rel), data)
+
+
+def write_confined(root: Path, relative: PurePosixPath | str, data: bytes) -> None:
+    """Rung 3 for a write: the same no-follow walk, then a new file beside the old one renamed over it."""
+    rel, refuse = _rung3(relative, "a regular file inside the workspace")
+    with folder(root, rel.parts[:-1], refuse) as dir_fd:
+        write_nofollow(dir_fd, rel.name, data, refuse)
+
+
+# --------------------------------------------------------------- the ladder
+def confine(root: Path, path: object) -> PurePosixPath:
+    """Rungs 1 and 2: the real path relative to ``root`` (the workspace's real path), or ``PathRefused``."""
+    check_lexical(root, path)
+    return check_realpath(root, path)
+
+
+def read_confined(root: Path, path: object, max_bytes: int = MAX_FILE_BYTES) -> FileRead:
+    """All three rungs. Rung 3 always runs, on the real path rung 2 found."""
+    return open_confined(root, confine(root, path), max_bytes)
+
+
+def locate(root: Path | str, path: object) -> tuple[Path, PurePosixPath]:
+    """Rungs 1 and 2 for a folder given as any path: ``(real absolute path, real path relative to the root)``."""
+    try:
+        base = Path(root).resolve()
+    except (OSError, RuntimeError, ValueError):      # a workspace behind a link loop
+        raise PathRefused(2, "unresolvable", shown(path), "the workspace cannot be resolved", _INSIDE) from None
+    relative = confine(base, path)
+    return base / relative, relative
+
+
+# ------------------------------------------------------------- the contract
+#: The layers a read_file contract can carry, by switch name, each the layer (and legality test) it stands for.
 READ_FILE_LAYERS: dict[str, Layer] = {"schema": LAYER_OF["schema_ok"], "path": LAYER_OF["auth_ok"],
                                       "business": LAYER_OF["Pre"]}
 
@@ -47,6 +161,7 @@ READ_FILE_LAYERS: dict[str, Layer] = {"schema": LAYER_OF["schema_ok"], "path": L
 def read_file_switch(test: str) -> str:
     """The switch that cuts the layer behind legality test ``test``: ``"auth_ok"`` -> ``"path"``."""
     return next(name for name, layer in READ_FILE_LAYERS.items() if layer.test == test)
+
 
 READ_FILE_SCHEMA = {
     "type": "object",
@@ -59,24 +174,15 @@ READ_FILE_SCHEMA = {
     "additionalProperties": False,
 }
 
-#: read_file as declared to a model. ``toolkit.kernel.read_file.make_read_file`` binds it to a
-#: workspace, adding the path guard, the business rules and the confined executor.
+#: read_file as declared to a model; ``make_read_file`` binds it to a workspace.
 READ_FILE = Contract(
     name="read_file",
     description=("Read one text file inside the workspace and return its content, size and sha256. "
                  'Read-only: repeating the call reads the same bytes. path is relative to the workspace, '
                  'e.g. "src/config.ts".'),
-    schema=READ_FILE_SCHEMA,
-    cost=0.1,
-    risk=0.0,
-    reversible=True,
-    retry=Retry.SAFE,
-    risk_category="read-only, inside the workspace",
-    evidence=("size", "sha256"),
-    reads=("file:{path}",),
+    schema=READ_FILE_SCHEMA, cost=0.1, risk=0.0, reversible=True, retry=Retry.SAFE,
+    risk_category="read-only, inside the workspace", evidence=("size", "sha256"), reads=("file:{path}",),
 )
-
-DESCRIPTION = READ_FILE.description
 
 
 def _path_of(arguments: Any) -> Any:
@@ -84,8 +190,8 @@ def _path_of(arguments: Any) -> Any:
 
 
 def path_guard(workspace: Workspace) -> Condition:
-    """The permission/path layer: rungs 1 and 2. Opens nothing."""
-    def inside(arguments: dict, world: Any) -> bool | ToolError:
+    """The path layer: rungs 1 and 2 (``workspace.check``). Opens nothing."""
+    def inside(arguments: dict, world: Any) -> Any:
         try:
             workspace.check(_path_of(arguments))
         except PathRefused as refusal:
@@ -96,50 +202,15 @@ def path_guard(workspace: Workspace) -> Condition:
 
 
 def existing_file(workspace: Workspace) -> Condition:
-    """Business layer: the path names an existing regular file no larger than the read cap.
-
-    A path the path layer refuses is left to that layer (this test passes it),
-    so each refusal is blamed on the layer that owns it. ``lstat`` only: this
-    is advice checked before running, and rung 3 checks again at the open.
-    """
-    def exists(arguments: dict, world: Any) -> bool | ToolError:
-        path = _path_of(arguments)
+    """The business layer: an existing regular file within the cap. A path the path layer refuses is its to blame."""
+    def exists(arguments: dict, world: Any) -> Any:
         try:
-            entry = workspace.entry(path)
+            entry = workspace.entry(_path_of(arguments))     # lstat only: advice; rung 3 checks again
         except PathRefused:
             return True
-        if entry is not None and stat.S_ISREG(entry.st_mode) and entry.st_size <= workspace.max_bytes:
-            return True
-        if entry is None:
-            why, hint = "there is no such file in the workspace", (
-                "read_file reads existing files only: check the name against a directory listing, "
-                "or switch tools (e.g. create the file, or ask the user where it is)")
-        elif stat.S_ISDIR(entry.st_mode):
-            why, hint = "it is a directory", "list the directory with a listing tool instead of read_file"
-        elif stat.S_ISREG(entry.st_mode):
-            why, hint = (f"it is {entry.st_size} bytes, over the read cap of {workspace.max_bytes}",
-                         "ask the user for the part you need, or use a tool that reads a range")
-        else:
-            why, hint = f"it is {describe_entry(entry.st_mode)}", "read_file reads regular files only"
-        return ToolError("precondition_failed", "$.path", f"{shown(path)}: {why}",
-                         expected="an existing regular file in the workspace", received=why, hint=hint,
-                         retryable=False)
+        return no_readable_file(_path_of(arguments), entry, workspace.max_bytes) or True
     return Condition("file_exists", f"path names an existing regular file of at most {workspace.max_bytes} bytes",
                      exists)
-
-
-def allowed_extensions(*suffixes: str) -> Condition:
-    """Business layer: only files ending in one of ``suffixes`` (e.g. ``".ts"``, ``".md"``)."""
-    allowed = tuple(sorted(suffixes))
-
-    def has_suffix(arguments: dict, world: Any) -> bool | ToolError:
-        path = _path_of(arguments)
-        if isinstance(path, str) and path.endswith(allowed):
-            return True
-        return ToolError("precondition_failed", "$.path", f"{shown(path)}: this tool reads only {', '.join(allowed)}",
-                         expected=list(allowed), received=shown(path),
-                         hint=f"ask for a file ending in {' or '.join(allowed)}, or switch tools", retryable=False)
-    return Condition("allowed_extension", f"path ends in {' or '.join(allowed)}", has_suffix)
 
 
 def _evidence_matches(arguments: dict, output: Any, world: Any) -> bool:
@@ -157,17 +228,22 @@ EVIDENCE_MATCHES = Condition("evidence_matches", "size and sha256 are those of t
                              _evidence_matches)
 
 
-def make_read_file(workspace: Path | str | Workspace, *, max_bytes: int = MAX_BYTES, must_exist: bool = True,
+class ReadRefused(ToolFailure):
+    """The executor's refusal (nothing read, so *rejected*), still knowing its rung (``refusal``, ``rung``)."""
+
+    def __init__(self, refusal: PathRefused):
+        super().__init__(Status.REJECTED, "path_refused", refusal.error.message, refusal.failure_class,
+                         error=refusal.error)
+        self.refusal, self.rung = refusal, refusal.rung
+
+
+def make_read_file(workspace: Path | str | Workspace, *, max_bytes: int = MAX_FILE_BYTES, must_exist: bool = True,
                    preconditions: Iterable[Condition] = (),
                    layers: Iterable[str] = tuple(READ_FILE_LAYERS)) -> Tool:
-    """Build the read_file tool for one workspace.
+    """The read_file tool for one workspace: ``{"path", "resolved", "content", "lossless", "evidence"}``.
 
-    ``must_exist`` adds the ``file_exists`` precondition; ``preconditions``
-    adds more business rules. ``layers`` (switch names of ``READ_FILE_LAYERS``) says which
-    layers the contract carries; the executor's rung-3 open runs regardless.
-    When a ``Workspace`` is passed, its own ``max_bytes`` is the cap.
-    The output is ``{"path", "resolved", "content", "lossless", "evidence"}``
-    with evidence ``{"size", "sha256"}`` of the bytes actually read.
+    ``layers`` (switch names of ``READ_FILE_LAYERS``) says which layers the contract carries; the
+    executor's three rungs run regardless. A ``Workspace`` passed in brings its own ``max_bytes``.
     """
     layers = frozenset(layers)
     unknown = layers.difference(READ_FILE_LAYERS)
@@ -175,18 +251,14 @@ def make_read_file(workspace: Path | str | Workspace, *, max_bytes: int = MAX_BY
         raise ValueError(f"unknown layers {sorted(unknown)}; choose from {sorted(READ_FILE_LAYERS)}")
     ws = workspace if isinstance(workspace, Workspace) else Workspace(Path(workspace), max_bytes)
     business = ((existing_file(ws),) if must_exist else ()) + tuple(preconditions)
-    contract = replace(
-        READ_FILE,
-        schema=READ_FILE_SCHEMA if "schema" in layers else {"type": "object"},
-        guards=(path_guard(ws),) if "path" in layers else (),
-        preconditions=business if "business" in layers else (),
-        postconditions=(EVIDENCE_MATCHES,),
-    )
+    contract = replace(READ_FILE, schema=READ_FILE_SCHEMA if "schema" in layers else {"type": "object"},
+                       guards=(path_guard(ws),) if "path" in layers else (),
+                       preconditions=business if "business" in layers else (), postconditions=(EVIDENCE_MATCHES,))
 
     def run(arguments: dict, world: Any) -> dict[str, Any]:
         path = _path_of(arguments)
         try:
-            got = ws.read(path)
+            got = read_confined(ws.root, path, ws.max_bytes)          # all three rungs, every time
         except PathRefused as refusal:
             raise ReadRefused(refusal) from None
         output = {"path": path, "resolved": got.path, "content": got.text, "lossless": got.lossless,
@@ -196,43 +268,3 @@ def make_read_file(workspace: Path | str | Workspace, *, max_bytes: int = MAX_BY
         return output
 
     return Tool(contract, run)
-
-
-class ReadRefused(ToolFailure):
-    """The executor's refusal as a classified failure that still knows its rung (``refusal``, ``rung``).
-
-    Nothing was read, so the status is *rejected*; the host passes ``error`` on as the model's feedback.
-    """
-
-    def __init__(self, refusal: PathRefused):
-        super().__init__(Status.REJECTED, "path_refused", refusal.error.message, refusal.failure_class,
-                         error=refusal.error)
-        self.refusal, self.rung = refusal, refusal.rung
-
-
-def common_errors(workspace: Path | str | Workspace) -> list[dict[str, str]]:
-    """The chapter's four common errors, each produced by a real call to ``read_file``.
-
-    The workspace should hold ``src/config.ts`` and no ``config/settings.yaml``.
-    Each row: the error, the example call, the error code, the pointer, and
-    what goes back to the model (the structured error's message and hint).
-    """
-    from toolkit.kernel.host import Host
-    from toolkit.kernel.call import request
-
-    host = Host.of([make_read_file(workspace)])
-    cases = [
-        ("missing required field", "path absent", {}),
-        ("wrong type", "path given as an array", {"path": ["src/config.ts"]}),
-        ("out-of-range enum", "mode outside the list", {"path": "src/config.ts", "mode": "binary"}),
-        ("wrong tool chosen", "read_file on a config that doesn't exist", {"path": "config/settings.yaml"}),
-    ]
-    rows = []
-    for label, example, arguments in cases:
-        result = host.execute(request("read_file", arguments, call_id=f"call_{len(rows) + 1}"))
-        error = result.errors[0]
-        rows.append({"error": label, "example": example, "arguments": arguments, "status": result.status.value,
-                     "failure_class": result.failure_class.value if result.failure_class else "",
-                     "code": error.code, "pointer": error.pointer,
-                     "feedback": f"{error.message} — hint: {error.hint}" if error.hint else error.message})
-    return rows
