@@ -269,9 +269,11 @@ def test_a_policy_step_stops_when_the_evidence_is_not_there():
 HOSTILE = [
     ({"file_path": "/etc/passwd", "old_text": "root", "new_text": "x"}, "auth_ok", "absolute paths are refused"),
     ({"file_path": "../outside.py", "old_text": "secret", "new_text": "x"}, "auth_ok",
-     "'..' is refused in file_path"),
+     'file_path is refused: its ".." climbs above the workspace'),
     ({"file_path": "scripts/../../outside.py", "old_text": "secret", "new_text": "x"}, "auth_ok",
-     "'..' is refused in file_path"),
+     'file_path is refused: its ".." climbs above the workspace'),
+    ({"file_path": "linked/outside.py", "old_text": "secret", "new_text": "x"}, "auth_ok",
+     "file_path resolves outside the workspace"),
     ({"file_path": "scripts/\x00.py", "old_text": "a", "new_text": "b"}, "auth_ok",
      "file_path contains a NUL byte"),
     ({"file_path": "escape.py", "old_text": "secret", "new_text": "x"}, "auth_ok",
@@ -301,6 +303,7 @@ def test_hostile_edits_are_refused_with_a_structured_error_and_change_nothing(tm
     outside = tmp_path / "outside.py"
     outside.write_text("secret = 1\n")
     (ws / "escape.py").symlink_to(outside)
+    (ws / "linked").symlink_to(tmp_path, target_is_directory=True)   # a folder inside that leads outside
     os.mkfifo(ws / "pipe")                       # reading a FIFO would block forever
     (ws / "latin1.txt").write_bytes(b"caf\xe9 a\n")
     digest, outside_bytes = tree_digest(ws), outside.read_bytes()
@@ -313,6 +316,58 @@ def test_hostile_edits_are_refused_with_a_structured_error_and_change_nothing(tm
     assert any(message in e.message for e in failing.errors), [e.line() for e in failing.errors]
     assert all(isinstance(e, tk.ToolError) for e in result.errors)
     assert tree_digest(ws) == digest and outside.read_bytes() == outside_bytes
+
+
+def test_a_path_that_climbs_back_inside_is_edited(ws):
+    (ws / "README.md").write_text("draft\n")
+    result = a.episode_host(ws).execute(tk.request("edit_file", {"file_path": "scripts/../README.md",
+                                                                 "old_text": "draft", "new_text": "final"}))
+    assert result.ok and result.output["file_path"] == "README.md"
+    assert (ws / "README.md").read_text() == "final\n"
+
+
+def test_the_run_reads_and_writes_without_following_links(ws, tmp_path):
+    """Past the host's check (the run called directly), rung 3 still refuses links, for reads and for writes."""
+    from toolkit.kernel import write_confined
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "notes.txt").write_text("secret\n")
+    (ws / "linked").symlink_to(outside, target_is_directory=True)
+    run = make_edit_file(ws).run
+    with pytest.raises(tk.ToolFailure) as caught:                # read through a linked folder
+        run({"file_path": "linked/notes.txt", "old_text": "secret", "new_text": "x"}, None)
+    assert caught.value.status is tk.Status.REJECTED
+    root = ws.resolve()
+    for relative in ("linked/notes.txt", "linked/new.txt"):      # write through a linked folder
+        with pytest.raises(tk.PathRefused) as refused:
+            write_confined(root, relative, b"x")
+        assert (refused.value.rung, refused.value.kind) == (3, "symlink")
+    assert sorted(p.name for p in outside.iterdir()) == ["notes.txt"]
+    assert (outside / "notes.txt").read_text() == "secret\n"
+
+
+def test_a_file_swapped_for_a_link_after_the_check_is_not_followed(ws, tmp_path, monkeypatch):
+    import toolkit.files.edit_file as edit_file
+    secret = tmp_path / "secret.txt"
+    secret.write_text("secret\n")
+    (ws / "notes.txt").write_text("draft\n")
+    real_read = edit_file._read_text
+
+    def read_then_swap(root, args):                   # the check reads the file, then someone swaps it
+        found = real_read(root, args)
+        (ws / "notes.txt").unlink()
+        (ws / "notes.txt").symlink_to(secret)
+        return found
+
+    monkeypatch.setattr(edit_file, "_read_text", read_then_swap)
+    with pytest.raises(tk.ToolFailure) as caught:
+        make_edit_file(ws).run({"file_path": "notes.txt", "old_text": "draft", "new_text": "final"}, None)
+    assert caught.value.reason == "path_refused" and "symbolic link" in caught.value.message
+    assert secret.read_text() == "secret\n" and (ws / "notes.txt").is_symlink()
+    monkeypatch.undo()
+    result = a.episode_host(ws).execute(tk.request("edit_file", {"file_path": "notes.txt", "old_text": "secret",
+                                                                 "new_text": "x"}))
+    assert result.status is tk.Status.REJECTED and secret.read_text() == "secret\n"
 
 
 def test_an_edit_without_the_write_scope_is_refused(ws):

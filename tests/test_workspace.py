@@ -351,9 +351,10 @@ def test_every_file_tool_climbs_the_same_ladder(tree):
     with pytest.raises(PathRefused) as caught:
         locate(tree.ws, "link_out")
     assert (caught.value.rung, caught.value.kind) == (2, "outside")
-    # edit_file keeps its own stricter text rules (no absolute path, no "..") and adds the ladder's
+    # edit_file refuses absolute paths as text, then climbs the ladder ("src/../x" is fine, as for read_file)
     assert resolve_in_workspace(tree.ws, "src/config.ts") == real
-    for path, message in (("/etc/passwd", "absolute paths are refused"), ("src/../notes.txt", "'..' is refused"),
+    assert resolve_in_workspace(tree.ws, "src/../src/config.ts") == real
+    for path, message in (("/etc/passwd", "absolute paths are refused"), ("../notes.txt", "climbs above"),
                           ("link_out", "file_path resolves outside the workspace"),
                           ("src\\config.ts", "file_path is refused: it contains a backslash"),
                           ("notes\u202e.txt", "file_path is refused: it contains a control")):

@@ -27,27 +27,26 @@ leave no room for an idempotency key, so ``SAFE_WITH_KEY`` would be a promise
 the tool cannot keep. After a timeout, compare the file's hash with the
 evidence instead of retrying.
 
-**The path guard** is stricter than read_file's as text: no absolute paths and
-no ``..`` at all. Then it climbs rungs 1 and 2 of ``toolkit.kernel.confinement``
-(the path as text, then its real location after links), so a link that points
-out of the workspace is refused. Rung 3 (opening component by component
-without following links) is read_file's; this tool reads and writes by path.
+**The path guard** refuses an absolute path as text, then climbs rungs 1 and 2
+of ``toolkit.kernel.read_file`` (the path as text, then its real location after
+links), so ``src/../README.md`` is accepted and a link that points out of the
+workspace is refused. The file is read through rung 3 (``open_confined``: no
+link followed, at most ``MAX_FILE_BYTES``) and written the same way
+(``write_confined``: the folders opened without following links, a new file
+beside the old one, ``fsync``, a rename), so a file or folder swapped for a
+link after the check is refused, never read or written through.
 """
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from toolkit.kernel import Condition, Contract, FailureClass, Retry, Status, Tool, ToolError, ToolFailure
-from toolkit.kernel import locate
+from toolkit.kernel import locate, open_confined, write_confined
 from toolkit.files import check_claim, introduced_claims
+from toolkit._caps import MAX_FILE_BYTES
 from toolkit._paths import HINTS, PathRefused
-
-#: Largest file the tool will edit.
-MAX_FILE_BYTES = 1024 * 1024
 
 EDIT_FILE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -101,11 +100,8 @@ def _confined(root: Path | str, file_path: Any) -> tuple[Path, str] | ToolError:
         return refuse("file_path must be a non-empty string")
     if "\x00" in file_path:
         return refuse("file_path contains a NUL byte")
-    candidate = Path(file_path)
-    if candidate.is_absolute():
+    if Path(file_path).is_absolute():
         return refuse("absolute paths are refused")
-    if ".." in candidate.parts:
-        return refuse("'..' is refused in file_path")
     try:
         real, relative = locate(root, file_path)          # rungs 1 and 2
     except PathRefused as refusal:
@@ -117,25 +113,34 @@ def _confined(root: Path | str, file_path: Any) -> tuple[Path, str] | ToolError:
     return real, relative.as_posix()
 
 
-def _read_text(root: Path, args: dict) -> tuple[Path, str, str] | ToolError:
-    """``(real path, relative name, text)`` of the file the call names, or why it cannot be read."""
+def _read_text(root: Path, args: dict) -> tuple[str, str] | ToolError:
+    """``(relative name, text)`` of the file the call names, read through rung 3, or why it cannot be read.
+
+    ``root`` is the workspace's real path (the factories below resolve it once).
+    """
     found = _confined(root, args.get("file_path"))
     if isinstance(found, ToolError):
         return ToolError("precondition_failed", "$.file_path", "not checked: file_path is refused",
                          expected="a path the guard accepts", received=args.get("file_path"), retryable=False)
-    real, rel = found
-    if not real.exists():
-        return ToolError("precondition_failed", "$.file_path", f"no such file: {rel}",
-                         expected="an existing regular file", received=rel, hint="check the path")
-    if not real.is_file():  # a directory, a FIFO (reading it would block), a device
-        return ToolError("precondition_failed", "$.file_path", f"{rel} is not a regular file",
-                         expected="an existing regular file", received=rel, retryable=False)
+    rel = found[1]
     try:
-        if real.stat().st_size > MAX_FILE_BYTES:
+        data = open_confined(root, rel, MAX_FILE_BYTES).data
+    except PathRefused as refusal:
+        if refusal.kind == "not_found":
+            return ToolError("precondition_failed", "$.file_path", f"no such file: {rel}",
+                             expected="an existing regular file", received=rel, hint="check the path")
+        if refusal.kind == "not_regular":       # a directory, a FIFO (reading it would block), a device
+            return ToolError("precondition_failed", "$.file_path", f"{rel} is not a regular file",
+                             expected="an existing regular file", received=rel, retryable=False)
+        if refusal.kind == "too_large":
             return ToolError("precondition_failed", "$.file_path", f"{rel} is over {MAX_FILE_BYTES} bytes",
                              expected=f"at most {MAX_FILE_BYTES} bytes", received=rel, retryable=False)
-        return real, rel, real.read_bytes().decode("utf-8")
-    except (UnicodeDecodeError, OSError):
+        return ToolError("precondition_failed", "$.file_path", f"{rel} cannot be read: {refusal.why}",
+                         expected="a regular file inside the workspace", received=rel, hint=HINTS[refusal.kind][1],
+                         retryable=refusal.kind == "changed")
+    try:
+        return rel, data.decode("utf-8")
+    except UnicodeDecodeError:
         return ToolError("precondition_failed", "$.file_path", f"{rel} is not readable UTF-8 text",
                          expected="a UTF-8 text file", received=rel, retryable=False)
 
@@ -156,7 +161,7 @@ def module_name(rel: str) -> str:
 # ------------------------------------------------------------ the conditions
 def edit_file_contract(workspace: Path | str) -> Contract:
     """The ``edit_file`` contract for one workspace directory."""
-    root = Path(workspace)
+    root = Path(workspace).resolve()
 
     def inside_workspace(args: dict, world: Any) -> bool | ToolError:
         found = resolve_in_workspace(root, args["file_path"])
@@ -172,7 +177,7 @@ def edit_file_contract(workspace: Path | str) -> Contract:
         found = _read_text(root, args)
         if isinstance(found, ToolError):
             return True
-        _, rel, text = found
+        rel, text = found
         if unique_offset(text, args["old_text"]) is not None:
             return True
         count = text.count(args["old_text"])
@@ -186,7 +191,7 @@ def edit_file_contract(workspace: Path | str) -> Contract:
         found = _read_text(root, args)
         if isinstance(found, ToolError):
             return True
-        _, rel, text = found
+        rel, text = found
         offset = unique_offset(text, args["old_text"])
         if not rel.endswith(".py") or offset is None:
             return True  # not Python, or the edit is already refused by old_text_once
@@ -204,10 +209,10 @@ def edit_file_contract(workspace: Path | str) -> Contract:
         return True
 
     def replaced_once(args: dict, output: Any, world: Any) -> bool:
-        real = resolve_in_workspace(root, args["file_path"])
-        if isinstance(real, ToolError) or not isinstance(output, dict) or not real.is_file():
+        found = _read_text(root, args)
+        if isinstance(found, ToolError) or not isinstance(output, dict):
             return False
-        now = real.read_bytes().decode("utf-8", errors="replace")
+        now = found[1]
         offset, new = output.get("offset", -1), args["new_text"]
         undone = now[:offset] + args["old_text"] + now[offset + len(new):]
         evidence = output.get("evidence", {})
@@ -235,34 +240,20 @@ def edit_file_contract(workspace: Path | str) -> Contract:
 
 
 # ------------------------------------------------------------------- the run
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Write to a temporary file beside ``path``, then rename it over ``path`` (keeping its mode)."""
-    mode = path.stat().st_mode
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def make_edit_file(workspace: Path | str) -> Tool:
     """The ``edit_file`` tool for one workspace: its contract and the code that carries it out.
 
     The run checks again what it relies on (the path, and that ``old_text``
     still occurs exactly once): the file may have changed since the host's check.
     """
-    root = Path(workspace)
+    root = Path(workspace).resolve()
     contract = edit_file_contract(root)
 
     def run(args: dict, world: Any) -> dict[str, Any]:
         found = _read_text(root, args)
         if isinstance(found, ToolError):
             raise ToolFailure(Status.REJECTED, "precondition_failed", found.message, FailureClass.PRECONDITION)
-        real, rel, text = found
+        rel, text = found
         old, new = args["old_text"], args["new_text"]
         offset = unique_offset(text, old)
         if offset is None:
@@ -271,12 +262,16 @@ def make_edit_file(workspace: Path | str) -> Tool:
                               FailureClass.PRECONDITION)
         before = text.encode("utf-8")
         after = (text[:offset] + new + text[offset + len(old):]).encode("utf-8")
-        _write_atomically(real, after)
+        try:
+            write_confined(root, rel, after)          # no link followed; a new file renamed over the old one
+        except PathRefused as refusal:
+            raise ToolFailure(Status.REJECTED, "path_refused", refusal.error.message, refusal.failure_class,
+                              error=refusal.error) from None
         return {"file_path": rel, "line": text.count("\n", 0, offset) + 1, "offset": offset, "replaced": 1,
                 "evidence": {"sha256_before": sha256_bytes(before), "sha256_after": sha256_bytes(after)}}
 
     return Tool(contract, run)
 
 
-__all__ = ["EDIT_FILE_SCHEMA", "MAX_FILE_BYTES", "edit_file_contract", "file_sha256", "make_edit_file",
+__all__ = ["EDIT_FILE_SCHEMA", "edit_file_contract", "file_sha256", "make_edit_file",
            "module_name", "resolve_in_workspace", "sha256_bytes", "tree_digest", "unique_offset"]

@@ -18,8 +18,8 @@ The course's meaning of "exported":
   Names a module merely imports are not its exports under this rule.
 
 ``read_exports(root, module)`` finds the module's file under the workspace
-``root`` (through rungs 1 and 2 of ``toolkit.kernel.confinement``) and returns
-its ``Exports``; ``make_inspect_exports`` offers that to a model as a
+``root`` (through rungs 1 and 2 of ``toolkit.kernel.read_file``), reads it
+through rung 3 (no link followed, at most ``MAX_FILE_BYTES``) and returns its ``Exports``; ``make_inspect_exports`` offers that to a model as a
 read-only tool. ``toolkit.files.claims`` checks proposed code's imports against it.
 """
 from __future__ import annotations
@@ -31,14 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.kernel import Condition, Contract, Retry, Tool, ToolError
-from toolkit.kernel import locate
+from toolkit.kernel import locate, open_confined
+from toolkit._caps import MAX_FILE_BYTES
 from toolkit._paths import PathRefused
 
 RULE_ALL = "__all__"
 RULE_PUBLIC = "public top-level names"
-
-#: Largest module file the reader will parse (a module, not a data dump).
-MAX_MODULE_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -116,15 +114,15 @@ def find_module(root: Path | str, dotted: str) -> Path | None:
     """The file for module ``dotted`` under ``root`` (``a/b.py`` or ``a/b/__init__.py``), or None.
 
     Only plain dotted identifiers are looked up, and the file found must pass
-    rungs 1 and 2 of ``toolkit.kernel.confinement``: inside ``root`` as text and
+    rungs 1 and 2 of ``toolkit.kernel.read_file``: inside ``root`` as text and
     once symlinks are resolved.
     """
     found = _locate_module(root, dotted)
-    return found[0] if found else None
+    return found[0] / found[1] if found else None
 
 
 def _locate_module(root: Path | str, dotted: str) -> tuple[Path, str] | None:
-    """``(real path, real path relative to the root)`` of module ``dotted``'s file, or None."""
+    """``(the workspace's real path, the real path of module dotted's file relative to it)``, or None."""
     parts = dotted.split(".") if isinstance(dotted, str) else []
     if not parts or not all(p.isidentifier() for p in parts):
         return None
@@ -132,7 +130,7 @@ def _locate_module(root: Path | str, dotted: str) -> tuple[Path, str] | None:
         try:
             real, relative = locate(root, candidate)
             if real.is_file():
-                return real, relative.as_posix()
+                return Path(root).resolve(), relative.as_posix()
         except (PathRefused, OSError):   # outside the workspace, or unreadable directories
             continue
     return None
@@ -143,12 +141,15 @@ def read_exports(root: Path | str, dotted: str) -> Exports | ToolError:
     found = _locate_module(root, dotted)
     if found is None:
         return _module_not_found(root, str(dotted))
-    path, relative = found
-    if path.stat().st_size > MAX_MODULE_BYTES:
-        return ToolError("precondition_failed", f"import {dotted}", f"module file is over {MAX_MODULE_BYTES} bytes",
-                         expected="a source file", received=relative, retryable=False)
+    base, relative = found
     try:
-        names, rule = exported_names(path.read_bytes().decode("utf-8"))
+        data = open_confined(base, relative, MAX_FILE_BYTES).data
+    except PathRefused as refusal:      # too large, or changed since it was found
+        return ToolError("precondition_failed", f"import {dotted}", f"module file cannot be read: {refusal.why}",
+                         expected=f"a source file of at most {MAX_FILE_BYTES} bytes", received=relative,
+                         retryable=False)
+    try:
+        names, rule = exported_names(data.decode("utf-8"))
     except (SyntaxError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
         return ToolError("precondition_failed", f"import {dotted}", "module does not parse",
                          expected="a Python source file", received=f"{relative}: {type(exc).__name__}",
