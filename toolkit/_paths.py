@@ -9,6 +9,7 @@ is shown, a ``toolkit.kernel.ToolError`` with code ``path_refused``, pointer
 that goes with the kind. Messages name paths only relative to the workspace:
 ``shown`` never echoes an absolute path.
 
+``text_problem`` is rung 1's first question (is the path plain text at all?).
 The business layer's refusals live here too: ``no_readable_file`` (the path is
 fine, but no small regular file is there, with a hint to switch tools) and
 ``allowed_extensions`` (a rule a read_file can be given).
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import os
 import stat
+import unicodedata
+from pathlib import PurePosixPath
 from typing import Any
 
 from toolkit.kernel.call import FailureClass, ToolError
@@ -84,6 +87,27 @@ def shown(path: object, limit: int = 60) -> str:
         return "an absolute path"
     text = repr(path)
     return text if len(text) <= limit else repr(path[: limit - 8]) + "..."
+
+
+def text_problem(path: object) -> tuple[str, str] | None:
+    """Why ``path`` is not plain path text, as ``(kind, why)`` for rung 1, or None when it is."""
+    if not isinstance(path, str):
+        return "not_text", f"the path must be a string, got {json_type(path)}"
+    if path == "":
+        return "empty", "the path is empty"
+    try:
+        encoded = path.encode("utf-8")
+    except UnicodeEncodeError:
+        return "not_text", "the path is not valid Unicode text"
+    if "\x00" in path:
+        return "nul", "it contains a NUL byte"
+    if "\\" in path:
+        return "backslash", "it contains a backslash, which is not a folder separator here"
+    if any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in path):
+        return "control", "it contains a control or invisible formatting character"
+    if len(encoded) > MAX_PATH_BYTES or any(len(p.encode()) > MAX_NAME_BYTES for p in PurePosixPath(path).parts):
+        return "too_long", "it is longer than the host accepts"
+    return None
 
 
 def describe_entry(mode: int) -> str:

@@ -19,8 +19,9 @@ The course's meaning of "exported":
 
 ``read_exports(root, module)`` finds the module's file under the workspace
 ``root`` (through rungs 1 and 2 of ``toolkit.kernel.read_file``), reads it
-through rung 3 (no link followed, at most ``MAX_FILE_BYTES``) and returns its ``Exports``; ``make_inspect_exports`` offers that to a model as a
-read-only tool. ``toolkit.files.claims`` checks proposed code's imports against it.
+through rung 3 (no link followed, at most ``MAX_FILE_BYTES``) and returns its
+``Exports``; ``make_inspect_exports`` offers that to a model as a read-only
+tool. ``toolkit.files.claims`` checks proposed code's imports against it.
 """
 from __future__ import annotations
 

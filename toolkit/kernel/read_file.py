@@ -5,8 +5,9 @@
     rung 3  open_confined(root, r)   open r component by component with O_NOFOLLOW; lstat before = fstat after;
                                      a regular file of at most the cap, and at most the cap read
 
-    confine(root, p)       = rung 2 after rung 1          (the contract's path guard: opens nothing)
-    read_confined(root, p) = rung 3 on confine(root, p)   (what the executor runs, always)
+    confine(root, p)           = rung 2 after rung 1          (the contract's path guard: opens nothing)
+    read_confined(root, p)     = rung 3 on confine(root, p)   (what the executor runs, always)
+    write_confined(root, r, b) = rung 3's walk, then b in a new file renamed over r   (edit_file's write)
 
 Each rung catches what the one before it misses: rung 1 refuses ``../etc/passwd``
 and ``/ws_evil`` (``PurePosixPath.is_relative_to``, never ``str.startswith``);
@@ -31,19 +32,17 @@ from __future__ import annotations
 
 import hashlib
 import os
-import unicodedata
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable
 
 from toolkit.kernel.legality import LAYER_OF, Layer
 from toolkit.kernel.contract import Condition, Contract, Retry
-from toolkit.kernel.call import Status, ToolFailure
+from toolkit.kernel.call import Status, ToolError, ToolFailure
 from toolkit.kernel.host import Tool
-from toolkit._caps import MAX_FILE_BYTES, MAX_NAME_BYTES, MAX_PATH_BYTES
-from toolkit._nofollow import FileRead, folder, read_nofollow, write_nofollow
-from toolkit._paths import PathRefused, no_readable_file, shown
-from toolkit._schema import json_type
+from toolkit._caps import MAX_FILE_BYTES
+from toolkit._nofollow import FileRead, Refuse, folder, read_nofollow, write_nofollow
+from toolkit._paths import PathRefused, no_readable_file, shown, text_problem
 from toolkit._workspace import Workspace
 
 _INSIDE = "a relative path inside the workspace"
@@ -55,23 +54,10 @@ def check_lexical(root: Path, path: object) -> PurePosixPath:
     def refuse(kind: str, why: str) -> PathRefused:
         return PathRefused(1, kind, shown(path), why, _INSIDE)
 
-    if not isinstance(path, str):
-        raise refuse("not_text", f"the path must be a string, got {json_type(path)}")
-    if path == "":
-        raise refuse("empty", "the path is empty")
-    try:
-        encoded = path.encode("utf-8")
-    except UnicodeEncodeError:
-        raise refuse("not_text", "the path is not valid Unicode text") from None
-    if "\x00" in path:
-        raise refuse("nul", "it contains a NUL byte")
-    if "\\" in path:
-        raise refuse("backslash", "it contains a backslash, which is not a folder separator here")
-    if any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in path):
-        raise refuse("control", "it contains a control or invisible formatting character")
+    problem = text_problem(path)          # not a string, empty, NUL, backslash, control characters, too long
+    if problem:
+        raise refuse(*problem)
     candidate = PurePosixPath(path)
-    if len(encoded) > MAX_PATH_BYTES or any(len(p.encode("utf-8")) > MAX_NAME_BYTES for p in candidate.parts):
-        raise refuse("too_long", "it is longer than the host accepts")
     base = PurePosixPath(root)
     if candidate.is_absolute():
         if not candidate.is_relative_to(base):   # compares components: /ws_evil is not under /ws
@@ -102,7 +88,8 @@ def check_realpath(root: Path, path: str) -> PurePosixPath:
 
 
 # ------------------------------------------------------------------ rung 3
-def _rung3(relative: PurePosixPath | str, expected: str) -> tuple[PurePosixPath, Any]:
+def _rung3(relative: PurePosixPath | str, expected: str) -> tuple[PurePosixPath, Refuse]:
+    """The plain relative path rung 3 walks, and how it refuses."""
     rel = PurePosixPath(relative)
 
     def refuse(kind: str, why: str) -> PathRefused:
@@ -191,7 +178,7 @@ def _path_of(arguments: Any) -> Any:
 
 def path_guard(workspace: Workspace) -> Condition:
     """The path layer: rungs 1 and 2 (``workspace.check``). Opens nothing."""
-    def inside(arguments: dict, world: Any) -> Any:
+    def inside(arguments: dict, world: Any) -> bool | ToolError:
         try:
             workspace.check(_path_of(arguments))
         except PathRefused as refusal:
@@ -203,7 +190,7 @@ def path_guard(workspace: Workspace) -> Condition:
 
 def existing_file(workspace: Workspace) -> Condition:
     """The business layer: an existing regular file within the cap. A path the path layer refuses is its to blame."""
-    def exists(arguments: dict, world: Any) -> Any:
+    def exists(arguments: dict, world: Any) -> bool | ToolError:
         try:
             entry = workspace.entry(_path_of(arguments))     # lstat only: advice; rung 3 checks again
         except PathRefused:
