@@ -101,6 +101,27 @@ def test_a_symlink_out_of_the_workspace_is_not_a_module(tmp_path):
     assert ex.workspace_modules(root) == []          # a hint never names a module the reader refuses
 
 
+def test_a_module_is_read_through_rung_3_within_the_file_cap(tmp_path, monkeypatch):
+    from toolkit._caps import MAX_FILE_BYTES
+    root = tmp_path / "ws"
+    write(root, "big.py", "x = 1\n")
+    (root / "big.py").write_bytes(b"#" * (MAX_FILE_BYTES + 1))
+    error = ex.read_exports(root, "big")
+    assert isinstance(error, ToolError) and "over the cap" in error.message
+    write(root, "pkg/mod.py", "def f(): pass\n")
+    real_locate = ex._locate_module
+
+    def locate_then_swap(root_, dotted):            # found, then the folder is swapped for a link out of the workspace
+        found = real_locate(root_, dotted)
+        (root / "pkg").rename(root / "pkg_moved")
+        (root / "pkg").symlink_to(write(tmp_path, "outside/mod.py", "def secret(): pass\n").parent)
+        return found
+
+    monkeypatch.setattr(ex, "_locate_module", locate_then_swap)
+    error = ex.read_exports(root, "pkg.mod")
+    assert isinstance(error, ToolError) and "symbolic link" in error.message
+
+
 def test_the_calamity_import_is_refused_with_the_exported_names():
     errors = cl.check_imports("from publication_manifest import load_manifest", SCENARIO)
     assert len(errors) == 1
