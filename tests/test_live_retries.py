@@ -17,7 +17,8 @@ import pytest
 
 import toolkit as tk
 from toolkit.kernel import Jitter, RetryPolicy, plan
-from toolkit.live import LiveRunError, MAX_RETRY_AFTER, chat_for, endpoint_from, make_client, run_task
+from toolkit.live import LiveRunError, chat_for, endpoint_from, make_client, run_task
+from toolkit.live.session import MAX_RETRY_AFTER
 
 pytest.importorskip("openai")
 

@@ -12,8 +12,8 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
                  "LiveConfigError", "make_client", "retry_after"),
     "replay": ("check_body", "recorded_stream", "recording", "recording_names", "replay_server", "ReplayServer",
                "sse_body"),
-    "session": ("ask_with_budget", "call_line", "LiveRound", "LiveRun", "LiveRunError", "MAX_RETRY_AFTER",
-                "model_retries", "MODEL_REQUEST", "ModelPolicy", "run_task", "sdk_failure", "verdict_of"),
+    "session": ("ask_with_budget", "call_line", "LiveRound", "LiveRun", "LiveRunError", "ModelPolicy", "run_task",
+                "sdk_failure", "verdict_of"),
     "stream_helpers": ("anthropic_helper", "assembler_reading", "CONTRAST_CASES", "contrast_lines",
                        "helper_contrast", "openai_helper"),
 })

@@ -24,13 +24,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from toolkit.kernel import (Contract, FailureClass, Host, Jitter, request, Retry, RetryController, RetryPolicy,
-                            State, Status, ToolCall, ToolResult, invoke_with_ledger)
+from toolkit.kernel import Host, State, Status, ToolCall, ToolResult, invoke_with_ledger
 from toolkit._show import redacted_text, shorten
 from toolkit.live import ModelReply
-from toolkit.live import failure_line, is_transient, retry_after
+from toolkit.live import failure_line, is_transient
 from toolkit.kernel import Refusal
 from toolkit.wire import run_round
+from toolkit.kernel import Contract, FailureClass, Jitter, request, Retry, RetryController, RetryPolicy
+from toolkit.live import retry_after
 
 _SDK_MODULES = ("openai", "anthropic", "httpx2", "httpx", "httpcore")
 #: Asking the model acts on nothing (the host runs the tools), so the controller may grant the same request again.
@@ -105,7 +106,7 @@ class LiveRun:
         return out
 
 
-def model_retries(retries: int, seed: int = 0) -> RetryController:
+def _model_retries(retries: int, seed: int = 0) -> RetryController:
     """Chapter 06's controller for one request to the model: 1, 2, 4, ... s, full jitter, ``retries`` at most."""
     return RetryController(RetryPolicy(d0=1.0, beta=2.0, n_max=retries, jitter=Jitter.FULL), budget=retries,
                            seed=seed)
@@ -119,7 +120,7 @@ def ask_with_budget(chat: Any, retries: int, *, sleep: Callable[[float], Any] = 
     the endpoint sent; ``sleep`` does the waiting (a test passes ``list.append``). When the controller says
     no, or the endpoint asks for more than ``MAX_RETRY_AFTER`` seconds, the run stops with ``LiveRunError``.
     """
-    controller, asking = model_retries(retries, seed), request("model_request", {}, call_id="model_request")
+    controller, asking = _model_retries(retries, seed), request("model_request", {}, call_id="model_request")
     while True:
         try:
             return chat.ask(), controller.retries_used
@@ -210,5 +211,5 @@ class ModelPolicy:
         return self._queue.pop(0) if self._queue else self(state)
 
 
-__all__ = ["LiveRound", "LiveRun", "LiveRunError", "MAX_RETRY_AFTER", "MODEL_REQUEST", "ModelPolicy",
-           "ask_with_budget", "call_line", "model_retries", "run_task", "sdk_failure", "verdict_of"]
+__all__ = ["LiveRound", "LiveRun", "LiveRunError", "ModelPolicy", "ask_with_budget", "call_line",
+           "run_task", "sdk_failure", "verdict_of"]
