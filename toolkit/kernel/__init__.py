@@ -32,9 +32,8 @@ from toolkit.kernel.read_file import (allowed_extensions, common_errors, DESCRIP
                                       existing_file, make_read_file, path_guard, READ_FILE, READ_FILE_LAYERS,
                                       READ_FILE_SCHEMA, read_file_switch, ReadRefused)
 from toolkit.kernel.ledger import Answer, invoke, Ledger, LedgerStatus, MemoryLedger
-from toolkit.kernel.backoff import (Action, NEVER_RETRY, plan, retry_verdict, RetryController, RetryDecision,
-                                    RetryPolicy, RetryState, step, walk)
-from toolkit._jitter import Jitter
+from toolkit.kernel.backoff import (Action, Jitter, NEVER_RETRY, plan, retry_verdict, RetryController,
+                                    RetryDecision, RetryPolicy, RetryState, step, walk)
 from toolkit.kernel.stream import COMPLETE, completion_problem, CUT, is_cut, Refusal
 from toolkit.kernel.scheduler import (canonical, conflict, Contracts, Footprint, Plan, PlannedCall, resources,
                                       schedule, usable_id)
