@@ -2,16 +2,12 @@
 
     n_{t+1} = min(n_max, n_t + 1)        d_{t+1} = beta * d_t,   beta > 1,   escalate when n_t = n_max
 
-``n`` counts the retries made so far (right after the first failure the state
-is ``(0, d0)``) and ``d`` is the delay before the next one. With ``beta = 2``
-and ``n_max = 4``: ``(2, 2) -> (3, 4) -> (4, 8)``, and the next failure
-escalates; from ``(0, 1)`` the waits are 1, 2, 4, 8. ``step`` is the rule.
-
-The model may *ask* to retry; the host's ``RetryController.decide`` *decides*.
-``retry_verdict`` says no to a failure a retry cannot fix, to an effect that
-is not safe to repeat (or not under its original idempotency key), and
-``decide`` escalates when the budget, the deadline or ``n_max`` is spent.
-The random part of a wait (jitter) is drawn in ``toolkit._jitter``.
+``n`` counts the retries so far (``(0, d0)`` right after the first failure) and ``d`` is the delay before the
+next. With beta = 2 and n_max = 4: (2, 2) -> (3, 4) -> (4, 8), and the next failure escalates; from (0, 1) the
+waits are 1, 2, 4, 8. ``step`` is the rule. The model may *ask* to retry; ``RetryController.decide`` *decides*:
+``retry_verdict`` refuses what a retry cannot fix or must not repeat (an unsafe effect, a keyed one without its
+original key), and ``decide`` escalates when the budget, the deadline or ``n_max`` is spent. Jitter, the random
+part of a wait, is drawn in ``toolkit._jitter``.
 """
 from __future__ import annotations
 
@@ -29,12 +25,14 @@ from toolkit._fingerprints import same_arguments
 
 def step(state: RetryState, policy: RetryPolicy, rng: random.Random | None = None) -> RetryDecision:
     """One more failure in ``state``: retry and move to the next state, or, at ``n_max``, escalate. Pure."""
-    if state.n >= policy.n_max:
+    if state.n >= policy.n_max:                             # escalate: there is no retry number n_max + 1
         return RetryDecision(Action.ESCALATE, state, 0.0, f"all n_max={policy.n_max} retries used")
-    d_next = policy.beta * state.d if policy.d_max is None else min(policy.d_max, policy.beta * state.d)
-    wait = jitter_wait(policy.jitter, state.d, policy.d0, policy.d_max, state.last_wait, rng)
-    return RetryDecision(Action.RETRY, RetryState(min(policy.n_max, state.n + 1), d_next, wait),
-                         wait, "transient failure; back off and retry")
+    n_next = min(policy.n_max, state.n + 1)                 # n' = min(n_max, n + 1)
+    d_next = policy.beta * state.d                          # d' = beta * d
+    if policy.d_max is not None:                            # an optional cap on any one delay
+        d_next = min(policy.d_max, d_next)
+    wait = jitter_wait(policy.jitter, state.d, policy.d0, policy.d_max, state.last_wait, rng)   # d, or drawn from d
+    return RetryDecision(Action.RETRY, RetryState(n_next, d_next, wait), wait, "transient failure; back off and retry")
 
 
 class Action(str, Enum):
