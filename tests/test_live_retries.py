@@ -65,7 +65,7 @@ def scripted_server(script, then=None):
 
 
 def ask(base_url, retries, slept):
-    """One task through the openai SDK (as toolkit.live runs it), waits recorded in ``slept``."""
+    """One run through the openai SDK (as toolkit.live drives it), its waits recorded in ``slept``."""
     client = make_client(endpoint_from("openai", "local-model", base_url, environ={}), timeout=10)
     chat = chat_for("openai", client, "local-model", [], "anything on my list?")
     return run_task(chat, tk.Host.of([]), retries=retries, sleep=slept.append)
