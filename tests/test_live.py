@@ -152,16 +152,17 @@ def test_the_sdk_never_retries_on_its_own_and_the_host_spends_its_budget(vendor,
     transport, seen = flaky(vendor, 1)
     client = make_client(Endpoint(vendor, "m", "http://flaky.invalid/v1", "k"), http_client=httpx2.Client(
         transport=transport))
-    host = tk.Host.of([tk.make_read_file(workspace)])
+    host, slept = tk.Host.of([tk.make_read_file(workspace)]), []
     run = run_task(chat_for(vendor, client, "m", [t.contract for t in host.tools.values()], "todo?"), host,
-                   retries=1)
-    assert run.finished and run.retries_spent == 1 and len(seen) == 3
+                   retries=1, sleep=slept.append)
+    assert run.finished and run.retries_spent == 1 and len(seen) == 3 and len(slept) == 1 and 0 <= slept[0] <= 1
     transport, seen = flaky(vendor, 5)
     client = make_client(Endpoint(vendor, "m", "http://flaky.invalid/v1", "k"), http_client=httpx2.Client(
         transport=transport))
     with pytest.raises(LiveRunError) as failed:
-        run_task(chat_for(vendor, client, "m", [], "todo?"), host, retries=2)
+        run_task(chat_for(vendor, client, "m", [], "todo?"), host, retries=2, sleep=slept.append)
     assert len(seen) == 3 and "\n" not in str(failed.value) and "503" in str(failed.value)
+    assert "retry budget (2) is spent" in str(failed.value) and len(slept) == 3
 
 
 def test_a_response_cut_at_its_token_limit_runs_nothing(workspace):

@@ -77,14 +77,6 @@ def delay_expr(capped: bool = False) -> Any:
     return sp.Min(s["d_max"], d) if capped else d
 
 
-def controller_exprs() -> tuple[Any, Any]:
-    """The controller step ``(n_{t+1}, d_{t+1}) = (min(n_max, n_t + 1), beta * d_t)``."""
-    sp = _sp()
-    n_t, d_t = sp.Symbol("n_t", integer=True, nonnegative=True), sp.Symbol("d_t", positive=True)
-    s = symbols()
-    return sp.Min(s["n_max"], sp.Add(n_t, 1, evaluate=False)), sp.Mul(s["beta"], d_t, evaluate=False)
-
-
 def total_wait_expr() -> Any:
     """Total waiting over the first ``n`` retries: ``d0 (beta**n - 1) / (beta - 1)``."""
     sp, s = _sp(), symbols()
@@ -124,21 +116,6 @@ def total_wait(d0: float = 1, beta: float = 2, count: int = 4) -> int | float | 
     """The closed form evaluated, e.g. 1 + 2 + 4 + 8 = 15."""
     s = symbols()
     return _plain(total_wait_expr().subs({s["d0"]: _exact(d0), s["beta"]: _exact(beta), s["n"]: count}))
-
-
-def controller_walk(n: int = 2, d: float = 2, beta: float = 2, n_max: int = 4) -> list[tuple]:
-    """Iterate the controller expressions from ``(n, d)`` until ``n == n_max``: [(2, 2), (3, 4), (4, 8)]."""
-    sp = _sp()
-    n_next, d_next = controller_exprs()
-    n_t, d_t = sp.Symbol("n_t", integer=True, nonnegative=True), sp.Symbol("d_t", positive=True)
-    s = symbols()
-    state = (sp.Integer(n), _exact(d))
-    states = [tuple(_plain(x) for x in state)]
-    while state[0] < n_max:
-        values = {n_t: state[0], d_t: state[1], s["beta"]: _exact(beta), s["n_max"]: n_max}
-        state = (n_next.subs(values), d_next.subs(values))
-        states.append(tuple(_plain(x) for x in state))
-    return states
 
 
 # ------------------------------------------------------------------ legality and score
@@ -201,13 +178,12 @@ def worked_numbers() -> dict[str, Any]:
         "score read 8-1-1": score_value(8, 1, 1),
         "score edit 11-2-6": score_value(11, 2, 6),
         "score 10-2-1": score_value(10, 2, 1),
-        "controller from (2, 2)": controller_walk(2, 2, 2, 4),
         "delays from d0=1": delays(1, 2, 4),
         "total wait of 4 retries": total_wait(1, 2, 4),
     }
 
 
-__all__ = ["closed_form_holds", "controller_exprs", "controller_walk", "delay_expr", "delays", "indicator_latex",
+__all__ = ["closed_form_holds", "delay_expr", "delays", "indicator_latex",
            "latex",
            "legal_expr", "legal_product_text", "legal_value", "score_expr", "score_value", "symbols",
            "total_wait", "total_wait_expr", "total_wait_sum", "worked_numbers"]

@@ -37,7 +37,6 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
                "table"),
     "exercise_answers": ("assistant_turn", "call_entry", "DESK_SECRET", "DESK_TODO", "run_with", "todo_desk",
                          "TodoDesk", "tool_answer", "TWO_CALLS", "two_calls"),
-    "exercise_backoff": ("MAX_PLANNED", "planned_waits"),
     "exercise_choice": ("choice_candidates",),
     "exercise_exports": ("closest_name", "exports_workspace", "ExportsWorkspace", "from_imports", "module_of",
                          "TEXTSTATS"),

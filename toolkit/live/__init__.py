@@ -9,7 +9,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "conversation": ("AnthropicChat", "chat_for", "ModelReply", "OpenAIChat"),
     "declare": ("contract_tool", "function_schema", "parameter_schema"),
     "endpoint": ("Endpoint", "endpoint_from", "failure_line", "is_transient", "key_found", "LIVE_VENDORS",
-                 "LiveConfigError", "make_client"),
+                 "LiveConfigError", "make_client", "retry_after"),
     "replay": ("check_body", "recorded_stream", "recording", "recording_names", "replay_server", "ReplayServer",
                "sse_body"),
     "session": ("ask_with_budget", "call_line", "LiveRound", "LiveRun", "LiveRunError", "ModelPolicy", "run_task",

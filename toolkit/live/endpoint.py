@@ -10,7 +10,9 @@ The rules:
 * configuration comes from arguments first, then the usual environment
   variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``);
 * the SDK never retries on its own (``max_retries=0``): the host owns the
-  retry budget, so every request the model sees is one the host decided on;
+  retry budget, so every request the model sees is one the host decided on,
+  after the wait chapter 06's controller chose (``toolkit.live.session``);
+  a ``Retry-After`` the endpoint sends (``retry_after``) is the least it waits;
 * a missing key, a missing SDK or an endpoint that cannot be reached is a
   ``LiveConfigError`` with one line of text, never a traceback.
 
@@ -121,5 +123,15 @@ def is_transient(exc: BaseException) -> bool:
     return type(exc).__name__ in ("APIConnectionError", "APITimeoutError")
 
 
+def retry_after(exc: BaseException) -> float | None:
+    """The seconds an HTTP answer's ``Retry-After`` header asks for, or ``None`` (absent, a date, or not a number)."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    try:
+        seconds = float(headers.get("retry-after", "")) if headers is not None else None
+    except (TypeError, ValueError):
+        return None
+    return seconds if seconds is not None and 0 <= seconds < float("inf") else None
+
+
 __all__ = ["Endpoint", "LIVE_VENDORS", "LiveConfigError", "endpoint_from", "failure_line", "is_transient",
-           "key_found", "make_client"]
+           "key_found", "make_client", "retry_after"]

@@ -3,7 +3,9 @@
 ``run_task`` is the chapter's loop with a model on the other side::
 
     for each round, while the round budget lasts:
-        reply = ask the model (the host spends its own retry budget on a dropped request)
+        reply = ask the model; a dropped connection, a 429 or a 5xx waits what chapter 06's
+                controller decides (full jitter, at least the endpoint's Retry-After), then asks again,
+                until the host's retry budget is spent: then the run stops with one line
         if the model asked for nothing: its text is the answer; stop
         refused while reading (cut, unparseable, reused id): answered at once, never run
         the other calls: one round, scheduled by the resources they touch (toolkit.wire.run_round),
@@ -18,6 +20,7 @@ Nothing about the loop's rules changes; only who proposes.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -27,8 +30,14 @@ from toolkit.live import ModelReply
 from toolkit.live import failure_line, is_transient
 from toolkit.kernel import Refusal
 from toolkit.wire import run_round
+from toolkit.kernel import Contract, FailureClass, Jitter, request, Retry, RetryController, RetryPolicy
+from toolkit.live import retry_after
 
 _SDK_MODULES = ("openai", "anthropic", "httpx2", "httpx", "httpcore")
+#: Asking the model acts on nothing (the host runs the tools), so the controller may grant the same request again.
+MODEL_REQUEST = Contract("model_request", "Ask the model for its next turn.", {"type": "object"}, retry=Retry.SAFE)
+#: The longest Retry-After the host will honour; an endpoint asking for more is an escalation, not a wait.
+MAX_RETRY_AFTER = 60.0
 
 
 class LiveRunError(Exception):
@@ -97,29 +106,52 @@ class LiveRun:
         return out
 
 
-def ask_with_budget(chat: Any, retries: int) -> tuple[ModelReply, int]:
-    """Ask once, retrying a transient SDK failure at most ``retries`` times; (reply, retries spent)."""
-    spent = 0
+def _model_retries(retries: int, seed: int = 0) -> RetryController:
+    """Chapter 06's controller for one request to the model: 1, 2, 4, ... s, full jitter, ``retries`` at most."""
+    return RetryController(RetryPolicy(d0=1.0, beta=2.0, n_max=retries, jitter=Jitter.FULL), budget=retries,
+                           seed=seed)
+
+
+def ask_with_budget(chat: Any, retries: int, *, sleep: Callable[[float], Any] = time.sleep,
+                    seed: int = 0) -> tuple[ModelReply, int]:
+    """Ask once; on a transient SDK failure wait what the controller decides and ask again. (reply, retries spent).
+
+    The wait is the controller's (full jitter from ``random.Random(seed)``), and at least the ``Retry-After``
+    the endpoint sent; ``sleep`` does the waiting (a test passes ``list.append``). When the controller says
+    no, or the endpoint asks for more than ``MAX_RETRY_AFTER`` seconds, the run stops with ``LiveRunError``.
+    """
+    controller, asking = _model_retries(retries, seed), request("model_request", {}, call_id="model_request")
     while True:
         try:
-            return chat.ask(), spent
+            return chat.ask(), controller.retries_used
         except Exception as exc:       # only the SDK's own failures are turned into one line
             if not sdk_failure(exc):
                 raise
-            if is_transient(exc) and spent < retries:
-                spent += 1
-                continue
             where = str(getattr(getattr(chat, "client", None), "base_url", "") or "the endpoint").rstrip("/")
-            raise LiveRunError(failure_line(exc, where)) from None
+            if not is_transient(exc):
+                raise LiveRunError(failure_line(exc, where)) from None
+            failed = ToolResult(asking.call_id, Status.RECOVERABLE_FAILURE, failure_class=FailureClass.EXECUTION,
+                                reason="endpoint_busy")
+            decision, asked = controller.decide(MODEL_REQUEST, asking, failed), retry_after(exc) or 0.0
+            if not decision.retry or asked > MAX_RETRY_AFTER:
+                why = decision.reason if not decision.retry else \
+                    f"it asks to wait {asked:g}s, more than the host's {MAX_RETRY_AFTER:g}s"
+                raise LiveRunError(f"{failure_line(exc, where)}; escalating after "
+                                   f"{controller.retries_used} retries: {why}") from None
+            sleep(max(decision.wait, asked))
 
 
 def run_task(chat: Any, host: Host, ledger: Any = None, *, max_rounds: int = 8, retries: int = 2,
-             on_round: Callable[[LiveRound], None] | None = None, timeout: float | None = 60.0) -> LiveRun:
-    """Run the task in ``chat`` against the model until it answers or ``max_rounds`` requests are spent."""
+             on_round: Callable[[LiveRound], None] | None = None, timeout: float | None = 60.0,
+             sleep: Callable[[float], Any] = time.sleep, seed: int = 0) -> LiveRun:
+    """Run the task in ``chat`` against the model until it answers or ``max_rounds`` requests are spent.
+
+    ``retries``, ``sleep`` and ``seed`` are each request's retry budget, waiting and jitter (``ask_with_budget``).
+    """
     run = LiveRun()
     execute = lambda call: invoke_with_ledger(host, call, ledger)  # noqa: E731 - the ledger decides, per contract
     for number in range(1, max_rounds + 1):
-        reply, spent = ask_with_budget(chat, retries)
+        reply, spent = ask_with_budget(chat, retries, sleep=sleep, seed=seed + number)
         run.retries_spent += spent
         if reply.finished:
             run.finished, run.answer = True, reply.text
@@ -150,8 +182,9 @@ class ModelPolicy:
     holds the model's final text once it stops.
     """
 
-    def __init__(self, chat: Any, *, max_rounds: int = 8, retries: int = 2):
-        self.chat, self.max_rounds, self.retries = chat, max_rounds, retries
+    def __init__(self, chat: Any, *, max_rounds: int = 8, retries: int = 2,
+                 sleep: Callable[[float], Any] = time.sleep, seed: int = 0):
+        self.chat, self.max_rounds, self.retries, self.sleep, self.seed = chat, max_rounds, retries, sleep, seed
         self.rounds = 0
         self.answer = ""
         self._queue: list[ToolCall] = []
@@ -168,7 +201,7 @@ class ModelPolicy:
             self._asked = ()
         if self.rounds >= self.max_rounds:
             return None
-        reply, _ = ask_with_budget(self.chat, self.retries)
+        reply, _ = ask_with_budget(self.chat, self.retries, sleep=self.sleep, seed=self.seed + self.rounds)
         self.rounds += 1
         if not reply.items:
             self.answer = reply.text
