@@ -1,18 +1,21 @@
 """Chapter 01: what a request a hostile (or broken) model may send gets back: a short, structured refusal.
 
 A model can put anything where a call goes: ``None``, a dict, a name of ten million
-characters, bytes, an id that is a number or empty, the same id twice. The host never
+characters, bytes, an id that is a number or empty, the same id twice. ``round_refusals``
+is the one id rule every round runner applies (the host, the scheduler, the MCP host,
+and the stream assembler's ``duplicate_call_id_error``). The host never
 raises on any of it, never matches or echoes more than the caps in ``toolkit._caps``
 allow, and answers with one ``ToolError`` a model (and a log) can read.
 """
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
-from toolkit._show import SURROGATE, echo_text
-from toolkit.kernel.call import ToolError
-from toolkit._caps import MAX_CALL_ID_CHARS, MAX_NAME_CHARS
+from toolkit._caps import MAX_CALL_ID_CHARS, MAX_NAME_CHARS, MAX_OPEN_CALLS
+from toolkit._show import SURROGATE, echo_text, echo_value
+from toolkit._stream_guards import over_cap
+from toolkit.kernel.call import FailureClass, Status, ToolCall, ToolError, ToolResult
 
 
 def call_id_problem(call_id: Any) -> str | None:
@@ -57,11 +60,59 @@ def call_id_error(call_id: Any) -> ToolError | None:
                      received=echo_text(call_id), hint="send the call again with the id the model gave it")
 
 
-def duplicate_call_id_error(call_id: Any) -> ToolError:
-    """The refusal for a call whose id an earlier call of the same round already used."""
-    return ToolError("duplicate_call_id", "$.call_id", "this call id was already used in this round",
-                     expected="a call id used once per round", received=shown_call_id(call_id),
-                     hint="give every call of a round its own id")
+def duplicate_call_id_error(call_id: Any, pointer: str = "$.call_id") -> ToolError:
+    """The refusal for every call of a round whose id another call of the same round also sends."""
+    shown = echo_value(call_id)
+    return ToolError("duplicate_call_id", pointer, f"two calls in this round share the id {shown!r}",
+                     expected="one id per call", received=shown,
+                     hint="results are paired by id, so calls sharing one cannot be told apart; none of them was run")
+
+
+def round_refusals(items: Sequence[Any]) -> tuple[list[str], dict[int, ToolError]]:
+    """The round's id rule, one for every runner: the id each item is answered under, and why items may not run.
+
+    Refused, by position: every item of a round over ``MAX_OPEN_CALLS``; something that is not a ``ToolCall``;
+    a call whose id cannot pair a result (``call_id_error``); and *every* call whose id another call of the round
+    also sends (results are paired by id, so neither could be told apart). An item is answered under its own
+    id when usable (calls sharing one keep it); otherwise under a placeholder (``?3`` for item 3) no other
+    item uses, so results still pair one to one with the items.
+    """
+    items = list(items)
+    ids = [getattr(item, "call_id", None) for item in items]
+    usable = [call_id_problem(call_id) is None for call_id in ids]
+    count: dict[str, int] = {}
+    for call_id, ok in zip(ids, usable):
+        if ok:
+            count[call_id] = count.get(call_id, 0) + 1
+    taken, answer = set(count), []
+    for position, (item, call_id, ok) in enumerate(zip(items, ids, usable)):
+        if ok and (isinstance(item, ToolCall) or count[call_id] == 1):
+            answer.append(call_id)
+            continue
+        placeholder = f"?{position}"
+        while placeholder in taken:
+            placeholder = "?" + placeholder
+        taken.add(placeholder)
+        answer.append(placeholder)
+    if len(items) > MAX_OPEN_CALLS:
+        error = over_cap("$", "the calls in this round", "MAX_OPEN_CALLS", MAX_OPEN_CALLS, "calls",
+                         "nothing was run; ask for fewer calls in one round")
+        return answer, {position: error for position in range(len(items))}
+    refusals: dict[int, ToolError] = {}
+    for position, (item, call_id, ok) in enumerate(zip(items, ids, usable)):
+        if not isinstance(item, ToolCall):
+            refusals[position] = not_a_call_error(item)
+        elif not ok:
+            refusals[position] = call_id_error(call_id)
+        elif count[call_id] > 1:
+            refusals[position] = duplicate_call_id_error(call_id)
+    return answer, refusals
+
+
+def refusal_result(call_id: str, error: ToolError) -> ToolResult:
+    """The result answering a call the round's id rule refused: rejected, never run."""
+    return ToolResult(call_id, Status.REJECTED, failure_class=FailureClass.SCHEMA, reason=error.code,
+                      errors=(error,))
 
 
 def not_a_call_error(obj: Any) -> ToolError:
@@ -91,5 +142,5 @@ def unknown_tool_error(name: Any, declared: Iterable[str]) -> ToolError:
                      hint=f"did you mean {', '.join(near)}?" if near else "choose one of the declared tools")
 
 
-__all__ = ["call_id_error", "call_id_problem", "duplicate_call_id_error", "not_a_call_error", "shown_call_id",
-           "shown_name", "unknown_tool_error"]
+__all__ = ["call_id_error", "call_id_problem", "duplicate_call_id_error", "not_a_call_error", "refusal_result",
+           "round_refusals", "shown_call_id", "shown_name", "unknown_tool_error"]

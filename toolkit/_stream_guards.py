@@ -30,7 +30,7 @@ from toolkit.kernel.call import ToolError
 from toolkit._show import shorten
 from toolkit.kernel.stream import Refusal
 
-__all__ = ["answered_once", "assemble_field", "capped_errors", "field_too_long", "over_cap", "shared_id",
+__all__ = ["answered_once", "assemble_field", "capped_errors", "field_too_long", "over_cap",
            "shown_value"]
 
 
@@ -90,13 +90,6 @@ def capped_errors(errors: list[ToolError], pointer: str) -> tuple[ToolError, ...
                      expected=f"at most {MAX_ERRORS_PER_CALL} errors listed", received=len(errors),
                      hint="nothing was run; ask for the calls again")
     return tuple(errors[:kept]) + (rest,)
-
-
-def shared_id(pointer: str, vendor_id: Any) -> ToolError:
-    """The refusal for a call whose id another call in the same stream also sent."""
-    return ToolError("duplicate_call_id", pointer, f"two calls share the id {shown_value(vendor_id)!r}",
-                     expected="one id per call", received=shown_value(vendor_id),
-                     hint="give each call its own id; none of them was run")
 
 
 def answered_once(out: list[Any]) -> list[Any]:

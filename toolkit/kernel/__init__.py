@@ -36,4 +36,4 @@ from toolkit.kernel.backoff import (Action, Jitter, NEVER_RETRY, plan, retry_ver
                                     RetryDecision, RetryPolicy, RetryState, step, walk)
 from toolkit.kernel.stream import COMPLETE, completion_problem, CUT, is_cut, Refusal
 from toolkit.kernel.scheduler import (canonical, conflict, Contracts, Footprint, Plan, PlannedCall, resources,
-                                      schedule, usable_id)
+                                      schedule)

@@ -33,8 +33,9 @@ from toolkit.wire import IdMap
 from toolkit.wire.ids import id_key
 from toolkit.wire import KeyScanner, Preview
 from toolkit.wire.sse import stream_invalid
+from toolkit._ids import duplicate_call_id_error
 from toolkit._stream_guards import (answered_once, assemble_field, capped_errors, field_too_long, over_cap,
-                                    shared_id, shown_value)
+                                    shown_value)
 
 #: The chapter's sketch, frame by frame. The drawing elides the glue between its
 #: two rows (``, "arguments": `` and the closing brace); here it is written out,
@@ -116,7 +117,7 @@ class Assembler:
         for i in sorted(self.buffers):
             buf = self.buffers[i]
             if buf.vendor_id is not None and id_key(buf.vendor_id) in shared:
-                error = shared_id(f"$[{i}].id", buf.vendor_id)
+                error = duplicate_call_id_error(buf.vendor_id, f"$[{i}].id")
                 out.append(self._refuse(buf, ([problem] if problem else []) + [error] + buf.errors))
             else:
                 out.append(self._final(buf, problem))
