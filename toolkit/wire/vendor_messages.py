@@ -22,10 +22,9 @@ from toolkit.kernel import ToolCall
 from toolkit.kernel import ToolError
 from toolkit.kernel import ToolResult
 from toolkit._schema import parse_arguments
-from toolkit._ids import duplicate_call_id_error
+from toolkit._ids import duplicate_call_id_error, id_key
 from toolkit.kernel import Refusal, is_cut
 from toolkit.wire import IdMap, id_problem
-from toolkit.wire.ids import id_key
 
 
 # ----------------------------------------------------- calls or refusals

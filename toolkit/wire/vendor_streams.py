@@ -23,11 +23,10 @@ from toolkit.kernel import ToolCall
 from toolkit.kernel import ToolError
 from toolkit.wire import Assembler
 from toolkit.kernel import Refusal
-from toolkit.kernel.stream import stream_incomplete
 from toolkit.wire import IdMap
 from toolkit.wire import Preview
 from toolkit.wire import SSEDecoder, SSEEvent, StreamBroken
-from toolkit.wire.sse import stream_invalid
+from toolkit._stream_guards import stream_incomplete, stream_invalid
 from toolkit._stream_guards import over_cap, shown_value
 
 
