@@ -218,4 +218,5 @@ def id_key(vendor_id: Any) -> Any:
 
 
 __all__ = ["call_id_error", "call_id_problem", "duplicate_call_id_error", "id_key", "IdMap", "not_a_call_error",
-           "refusal_result", "round_refusals", "SAFE_ID", "shared_ids", "shown_call_id", "shown_name", "unknown_tool_error"]
+           "refusal_result", "round_refusals", "SAFE_ID", "shared_ids", "shown_call_id", "shown_name",
+           "unknown_tool_error"]

@@ -1,5 +1,7 @@
 """Chapter 08: parallel calls: the model asks for several, the host decides what may overlap.
 
+    wave(b) = 1 + max{ wave(a) : a asked before b and conflict(a, b) }     (0 when b conflicts with none)
+
 "Parallel requests" is not "parallel execution". How many calls a model put
 in one round says nothing about whether they may run at the same time; the
 resources they touch do. The rule is ``conflict``:
@@ -97,20 +99,11 @@ class PlannedCall:
     wave: int
     waits_for: tuple[tuple[str, str], ...]   # (call id, reason) pairs
 
-    def row(self) -> dict[str, Any]:
-        return {"call_id": self.call.call_id, "name": self.call.name, "reads": sorted(self.reads),
-                "writes": sorted(self.writes), "wave": self.wave, "start": self.wave, "end": self.wave + 1,
-                "waits_for": [f"{cid} ({why})" for cid, why in self.waits_for]}
-
 
 @dataclass(frozen=True)
 class Plan:
-    """A round's calls ordered into waves, plus the items refused before planning.
-
-    ``steps`` are in call order. ``refused`` holds ``(position, result)`` for
-    items that cannot run at all: something that is not a ``ToolCall`` (a
-    ``Preview``, say), or a call whose id another call in the round also uses.
-    """
+    """A round's calls ordered into waves (``steps``, in call order), and ``(position, result)`` for each
+    item the round's id rule refused before planning."""
 
     steps: tuple[PlannedCall, ...]
     refused: tuple[tuple[int, ToolResult], ...] = ()
@@ -135,7 +128,9 @@ class Plan:
 
     def rows(self) -> list[dict[str, Any]]:
         """Plain rows for a table or a timeline plot: start/end in logical steps."""
-        return [s.row() for s in self.steps]
+        return [{"call_id": s.call.call_id, "name": s.call.name, "reads": sorted(s.reads), "writes": sorted(s.writes),
+                 "wave": s.wave, "start": s.wave, "end": s.wave + 1,
+                 "waits_for": [f"{cid} ({why})" for cid, why in s.waits_for]} for s in self.steps]
 
     def text(self) -> str:
         """The plan as a small table, one line per call."""

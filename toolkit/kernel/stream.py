@@ -124,17 +124,18 @@ class Assembler:
         if self.broken is not None:
             return self.fail(self.broken)
         self.finished = True
-        problem = completion_problem(stop_reason)          # a cut or unknown reason refuses every call
+        problem = completion_problem(stop_reason)          # a cut or unknown reason: every call is refused
         shared = shared_ids(buf.vendor_id for buf in self.buffers.values())
         out: list[ToolCall | Refusal] = []
-        for i in sorted(self.buffers):
-            buf = self.buffers[i]
-            errors = ([problem] if problem else []) + buf.errors
-            if buf.vendor_id is not None and id_key(buf.vendor_id) in shared:
-                errors.insert(len(errors) - len(buf.errors), duplicate_call_id_error(buf.vendor_id, f"$[{i}].id"))
+        for i, buf in sorted(self.buffers.items()):
+            errors = [problem] if problem else []
+            if id_key(buf.vendor_id) in shared:
+                errors.append(duplicate_call_id_error(buf.vendor_id, f"$[{i}].id"))
+            errors += buf.errors
             if not errors:                                 # complete: only now is the text parsed
                 name, arguments, errors = parsed_call(buf, self.needs_close, self.envelope)
-            out.append(self._refuse(buf, errors) if errors else ToolCall(name, arguments, self._call_id(buf) or self.ids.mint()))
+            out.append(self._refuse(buf, errors) if errors
+                       else ToolCall(name, arguments, self._call_id(buf) or self.ids.mint()))
         return answered_once(out)
 
     def fail(self, error: ToolError) -> list[Refusal]:
@@ -147,7 +148,8 @@ class Assembler:
         return answered_once(refusals) or [Refusal(None, None, tuple(errors))]
 
     def _refuse(self, buf: Buffer, errors: list[ToolError]) -> Refusal:
-        return Refusal(self._call_id(buf) or self.ids.mint(), buf.name, capped_errors(errors, f"$[{buf.index}]"), buf.index, buf.size,
+        call_id = self._call_id(buf) or self.ids.mint()
+        return Refusal(call_id, buf.name, capped_errors(errors, f"$[{buf.index}]"), buf.index, buf.size,
                        arguments="".join(buf.parts))
 
     def _call_id(self, buf: Buffer) -> str | None:
