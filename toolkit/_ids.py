@@ -1,11 +1,15 @@
-"""Chapter 01: what a request a hostile (or broken) model may send gets back: a short, structured refusal.
+"""Chapters 01 and 08: call ids: refusals for hostile ids and names, one id rule per round, and the id table.
 
 A model can put anything where a call goes: ``None``, a dict, a name of ten million
-characters, bytes, an id that is a number or empty, the same id twice. ``round_refusals``
-is the one id rule every round runner applies (the host, the scheduler, the MCP host,
-and the stream assembler's ``duplicate_call_id_error``). The host never
+characters, bytes, an id that is a number or empty, the same id twice. The host never
 raises on any of it, never matches or echoes more than the caps in ``toolkit._caps``
 allow, and answers with one ``ToolError`` a model (and a log) can read.
+
+``round_refusals`` is the one id rule every round runner applies (``Host.run_round``,
+the scheduler and so ``toolkit.wire.run_round``, the MCP host): two calls sharing an id
+are both refused, with one message (``duplicate_call_id_error``, which the stream
+assembler and the vendor readers use too). ``IdMap`` is the table between the
+toolkit's own ids and the ids each vendor sent.
 """
 from __future__ import annotations
 

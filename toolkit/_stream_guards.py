@@ -29,9 +29,8 @@ reading, so a hostile body costs no more time than it takes to reach the cap);
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
-
 from dataclasses import replace
+from typing import Any
 
 from toolkit import _schema as schema
 from toolkit._caps import MAX_CALL_ID_CHARS, MAX_ECHO_CHARS, MAX_ERRORS_PER_CALL, MAX_NAME_CHARS, MAX_OPEN_CALLS

@@ -3,7 +3,7 @@
 ``OpenAIStream`` and ``AnthropicStream`` read the raw body of each vendor's
 stream (text, bytes, or chunks split anywhere: ``toolkit.wire.sse``), check
 every event's shape, and feed what it carries to an ``Assembler``
-(``toolkit.wire.assembly``). They never raise on bad data: a body they cannot
+(the kernel's, ``toolkit.kernel.stream``). They never raise on bad data: a body they cannot
 trust refuses every call in it. ``openai_stream`` / ``anthropic_stream`` wrap
 them as generators.
 
