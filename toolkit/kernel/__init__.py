@@ -10,7 +10,7 @@
     read_file.py    the chapter's read-only tool, every layer written down       (chapter 01)
     ledger.py       invoke(f, x, k, L): replay a known key, run a new one once   (chapter 05)
     backoff.py      n' = min(n_max, n + 1), d' = β·d, escalate at n_max          (chapter 06)
-    stream.py       a call runs only after its completion signal: Assembler.finish (chapter 08)
+    stream.py       a call runs only after its completion signal                 (chapter 08)
     scheduler.py    read-read together, write-write and read-write in order      (chapter 08)
 
 Every name is imported here by name, so an editor's "go to definition" finds it.
