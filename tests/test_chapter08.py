@@ -1,6 +1,7 @@
 """Chapter 8, streaming and parallel calls: the sketch's frames, the recorded streams, the slider panel driven from
 plain Python, the resource table reproduced by the scheduler, concurrency measured in logical steps, partial
 success, and the crossed wires."""
+import inspect
 import json
 import threading
 from pathlib import Path
@@ -15,7 +16,7 @@ from toolkit.wire import naive_pairing, pair_results, run_plan, run_round
 from toolkit.kernel import schedule
 from toolkit.wire import SKETCH_FRAMES, AnthropicStream, Assembler, anthropic_stream, frames, openai_stream
 from toolkit.wire import IdMap, fixture
-from toolkit.kernel import Refusal
+from toolkit.kernel import Refusal, completion_problem, conflict
 from toolkit.wire import SSEDecoder, describe_chunk, replay, split_events
 from course.worlds import ROUND_FILES, FileRound, SlowDisk, StepRecorder, write_file_contract
 from course.present.schedule_plots import TOOL_COLOURS, Timeline, timeline, timeline_text, timelines
@@ -463,7 +464,7 @@ def test_notebook_prints_what_the_toolkit_computes(files):
     assert plan.text() in text and "waves: [['r1', 'r2', 'w1'], ['w2', 'w3'], ['r3']]" in text
     assert "the streamed round: [['call_1', 'call_2', 'call_3']]" in text
     assert "round 2: 1 call in 1 wave: 1 succeeded" in text
-    assert "- src/config.ts: export const port = 8080;\n- src/routes.ts: export const routes" in text
+    assert "- src/config.ts: export const port = 8081;\n- src/routes.ts: export const routes" in text   # after w3
     assert "r1 read: 'export const port = 8080;\\n' | config now: 'export const port = 8081;\\n'" in text
     assert "measured steps: 3 for 6 calls | one at a time: 6 steps" in text
     assert "one worker, same barriers: 6 calls in 3 waves: 5 failed, 1 succeeded" in text
@@ -472,6 +473,8 @@ def test_notebook_prints_what_the_toolkit_computes(files):
     assert "write C call_C -> succeeded, output 'contents of A\\n'" in text
     assert "write C call_C -> rejected: rung 1 (lexical) refused '../C.md'" in text
     assert "pairing problems: []" in text
+    for rule in (completion_problem, Assembler.finish, conflict):          # the kernel's own code, as it is now
+        assert inspect.getsource(rule) in text, rule.__qualname__
 
 
 @pytest.mark.skipif(not NOTEBOOK.exists(), reason="chapter 8 notebook not written yet")

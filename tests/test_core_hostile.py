@@ -344,13 +344,14 @@ def test_received_is_never_echoed_beyond_the_cap():
     assert len(json.dumps(error.to_dict())) < 1000
 
 
-def test_a_round_with_duplicate_call_ids_runs_each_id_once():
+def test_a_round_with_a_shared_call_id_runs_neither_call():
     ran = []
     host = tk.Host.of([tk.Tool(plain_contract(), lambda a, w: ran.append(1) or "sent")])
     results = host.run_round([tk.ToolCall("partner", {"q": "a"}, "c1"), tk.ToolCall("partner", {"q": "b"}, "c1"),
-                              tk.ToolCall("partner", {"q": "c"}, None)])
-    assert [r.status for r in results] == [tk.Status.SUCCEEDED, tk.Status.REJECTED, tk.Status.REJECTED]
-    assert [r.reason for r in results[1:]] == ["duplicate_call_id", "invalid_call"] and ran == [1]
+                              tk.ToolCall("partner", {"q": "c"}, None), tk.ToolCall("partner", {"q": "d"}, "c2")])
+    assert [r.status for r in results] == [tk.Status.REJECTED] * 3 + [tk.Status.SUCCEEDED]
+    assert [r.reason for r in results[:3]] == ["duplicate_call_id", "duplicate_call_id", "invalid_call"]
+    assert ran == [1] and [a.result.reason for a in host.log[:3]] == ["duplicate_call_id"] * 2 + ["invalid_call"]
 
 
 def test_a_record_of_a_hostile_call_stays_small():

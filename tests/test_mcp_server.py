@@ -262,3 +262,19 @@ def test_serving_edit_file_grants_only_its_scope(tmp_path):
     outside = wire(answer_call(host, "edit_file", {"file_path": "../a.py", "old_text": "x", "new_text": "y"},
                                "mcp_2", workspace_roots(tmp_path)))
     assert outside["isError"] is True and str(tmp_path) not in json.dumps(outside)
+
+
+def test_the_served_annotations_are_the_vendor_tables(tmp_path):
+    """Every hint of every catalog tool, as the official client lists it, is the one ``mcp_annotations`` gives."""
+    from toolkit.mcp import CATALOG
+    from toolkit.wire import mcp_annotations, mcp_tool
+
+    before = children()
+    with McpConnection.stdio(course_server_command(tmp_path, CATALOG), cwd=str(ROOT)) as server:
+        listed = {t.name: t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in server.tools()}
+    assert children() == before
+    contracts = {t.name: t.contract for t in catalog_tools(tmp_path, CATALOG)}
+    assert sorted(listed) == sorted(contracts) == sorted(CATALOG)
+    for name, contract in contracts.items():
+        assert listed[name].get("annotations", {}) == mcp_annotations(contract) == mcp_tool(contract)["annotations"]
+    assert listed["edit_file"]["annotations"]["readOnlyHint"] is False

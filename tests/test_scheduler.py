@@ -262,3 +262,12 @@ def test_wall_time_reads_overlap_and_writes_queue(k):
     writes = sc.run_round([write("same", f"w{i}") for i in range(k)], host)
     assert reads.elapsed < 0.1 * k * 0.75
     assert writes.elapsed >= 0.1 * k * 0.95
+
+
+def test_two_reads_of_the_same_resource_share_a_wave():
+    plan = kernel_scheduler.schedule([read("config.json", "r1"), read("./config.json", "r2")], CONTRACTS)
+    assert plan.waves == [["r1", "r2"]] and [s.waits_for for s in plan.steps] == [(), ()]
+    assert plan.steps[0].reads == plan.steps[1].reads == frozenset({"file:config.json"})
+    then_write = kernel_scheduler.schedule([read("config.json", "r1"), read("config.json", "r2"),
+                                            write("config.json", "w1")], CONTRACTS)
+    assert then_write.waves == [["r1", "r2"], ["w1"]]

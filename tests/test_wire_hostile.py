@@ -282,7 +282,7 @@ def test_the_key_scanner_tracks_a_bounded_depth():
 
 def test_listing_a_key_costs_no_comparison_with_every_key_listed_before(monkeypatch):
     """The preview was quadratic: each new key was looked up in a list of all earlier ones. Count the comparisons."""
-    import toolkit.wire.preview as preview_module
+    import toolkit._preview as preview_module
 
     compared = [0]
 

@@ -1,6 +1,7 @@
 """Chapters 00-08: how each part of the package names its public parts, loading a module only when it is used.
 
-Every sub-package's ``__init__`` is a table, ``{module: (names it defines, ...)}``.
+Every sub-package's ``__init__`` is a table, ``{module: (names it defines, ...)}``; a module outside the
+sub-package (the kernel's ``Assembler``, a private module's ``IdMap``) is named in full, ``toolkit.kernel.stream``.
 ``from toolkit.effects import SqliteLedger`` finds ``SqliteLedger`` in that table
 and imports ``toolkit.effects.sqlite_ledger`` then, not before, so ``import toolkit``
 stays light however large the package grows.
@@ -19,7 +20,8 @@ def lazy_exports(package: str, table: Mapping[str, tuple[str, ...]]) -> tuple[Ca
     def attribute(name: str) -> Any:
         if name not in home:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(import_module(f"{package}.{home[name]}"), name)
+        module = home[name] if home[name].startswith("toolkit.") else f"{package}.{home[name]}"
+        value = getattr(import_module(module), name)
         namespace[name] = value            # found once, then an ordinary attribute
         return value
 

@@ -1,18 +1,30 @@
-"""Chapter 01: what a request a hostile (or broken) model may send gets back: a short, structured refusal.
+"""Chapters 01 and 08: call ids: refusals for hostile ids and names, one id rule per round, and the id table.
 
 A model can put anything where a call goes: ``None``, a dict, a name of ten million
 characters, bytes, an id that is a number or empty, the same id twice. The host never
 raises on any of it, never matches or echoes more than the caps in ``toolkit._caps``
 allow, and answers with one ``ToolError`` a model (and a log) can read.
+
+``round_refusals`` is the one id rule every round runner applies (``Host.run_round``,
+the scheduler and so ``toolkit.wire.run_round``, the MCP host): two calls sharing an id
+are both refused, with one message (``duplicate_call_id_error``, which the stream
+assembler and the vendor readers use too). ``IdMap`` is the table between the
+toolkit's own ids and the ids each vendor sent.
 """
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
 
-from toolkit._show import SURROGATE, echo_text
-from toolkit.kernel.call import ToolError
-from toolkit._caps import MAX_CALL_ID_CHARS, MAX_NAME_CHARS
+from toolkit._caps import MAX_CALL_ID_CHARS, MAX_NAME_CHARS, MAX_OPEN_CALLS
+from toolkit._show import SURROGATE, echo_text, echo_value
+from toolkit._stream_guards import over_cap
+from toolkit.kernel.call import CallIds, FailureClass, Status, ToolCall, ToolError, ToolResult
+
+#: What every vendor accepts as a call id (Anthropic allows only these characters).
+SAFE_ID = re.compile(r"[a-zA-Z0-9_-]+")
 
 
 def call_id_problem(call_id: Any) -> str | None:
@@ -57,11 +69,68 @@ def call_id_error(call_id: Any) -> ToolError | None:
                      received=echo_text(call_id), hint="send the call again with the id the model gave it")
 
 
-def duplicate_call_id_error(call_id: Any) -> ToolError:
-    """The refusal for a call whose id an earlier call of the same round already used."""
-    return ToolError("duplicate_call_id", "$.call_id", "this call id was already used in this round",
-                     expected="a call id used once per round", received=shown_call_id(call_id),
-                     hint="give every call of a round its own id")
+def duplicate_call_id_error(call_id: Any, pointer: str = "$.call_id") -> ToolError:
+    """The refusal for every call of a round whose id another call of the same round also sends."""
+    shown = echo_value(call_id)
+    return ToolError("duplicate_call_id", pointer, f"two calls in this round share the id {shown!r}",
+                     expected="one id per call", received=shown,
+                     hint="results are paired by id, so calls sharing one cannot be told apart; none of them was run")
+
+
+def round_refusals(items: Sequence[Any]) -> tuple[list[str], dict[int, ToolError]]:
+    """The round's id rule, one for every runner: the id each item is answered under, and why items may not run.
+
+    Refused, by position: every item of a round over ``MAX_OPEN_CALLS``; something that is not a ``ToolCall``;
+    a call whose id cannot pair a result (``call_id_error``); and *every* call whose id another call of the round
+    also sends (results are paired by id, so neither could be told apart). An item is answered under its own
+    id when usable (calls sharing one keep it); otherwise under a placeholder (``?3`` for item 3) no other
+    item uses, so results still pair one to one with the items.
+    """
+    items = list(items)
+    ids = [getattr(item, "call_id", None) for item in items]
+    usable = [call_id_problem(call_id) is None for call_id in ids]
+    count: dict[str, int] = {}
+    for call_id, ok in zip(ids, usable):
+        if ok:
+            count[call_id] = count.get(call_id, 0) + 1
+    taken, answer = set(count), []
+    for position, (item, call_id, ok) in enumerate(zip(items, ids, usable)):
+        if ok and (isinstance(item, ToolCall) or count[call_id] == 1):
+            answer.append(call_id)
+            continue
+        placeholder = f"?{position}"
+        while placeholder in taken:
+            placeholder = "?" + placeholder
+        taken.add(placeholder)
+        answer.append(placeholder)
+    if len(items) > MAX_OPEN_CALLS:
+        error = over_cap("$", "the calls in this round", "MAX_OPEN_CALLS", MAX_OPEN_CALLS, "calls",
+                         "nothing was run; ask for fewer calls in one round")
+        return answer, {position: error for position in range(len(items))}
+    refusals: dict[int, ToolError] = {}
+    for position, (item, call_id, ok) in enumerate(zip(items, ids, usable)):
+        if not isinstance(item, ToolCall):
+            refusals[position] = not_a_call_error(item)
+        elif not ok:
+            refusals[position] = call_id_error(call_id)
+        elif count[call_id] > 1:
+            refusals[position] = duplicate_call_id_error(call_id)
+    return answer, refusals
+
+
+def shared_ids(vendor_ids: Iterable[Any]) -> set[Any]:
+    """The ids (compared by ``id_key``) that more than one call sent; ``None`` (no id yet) is never shared."""
+    counts: dict[Any, int] = {}
+    for vendor_id in vendor_ids:
+        if vendor_id is not None:
+            counts[id_key(vendor_id)] = counts.get(id_key(vendor_id), 0) + 1
+    return {key for key, n in counts.items() if n > 1}
+
+
+def refusal_result(call_id: str, error: ToolError) -> ToolResult:
+    """The result answering a call the round's id rule refused: rejected, never run."""
+    return ToolResult(call_id, Status.REJECTED, failure_class=FailureClass.SCHEMA, reason=error.code,
+                      errors=(error,))
 
 
 def not_a_call_error(obj: Any) -> ToolError:
@@ -91,5 +160,67 @@ def unknown_tool_error(name: Any, declared: Iterable[str]) -> ToolError:
                      hint=f"did you mean {', '.join(near)}?" if near else "choose one of the declared tools")
 
 
-__all__ = ["call_id_error", "call_id_problem", "duplicate_call_id_error", "not_a_call_error", "shown_call_id",
-           "shown_name", "unknown_tool_error"]
+@dataclass
+class IdMap:
+    """Internal call ids and the vendor ids they answer to, in both directions.
+
+    ``internal(vendor, vendor_id)`` gives the toolkit's id for a vendor's id
+    (minting ``call_1``, ``call_2``, ... on first sight, the same answer every
+    time after). ``external(call_id, vendor)`` gives the id to write back: the
+    vendor's own id when the call came from that vendor, else the internal id,
+    which every vendor accepts.
+    """
+
+    prefix: str = "call"
+    _ids: CallIds = field(init=False, repr=False)
+    _inbound: dict[tuple[str, Any], str] = field(default_factory=dict, init=False, repr=False)
+    _origin: dict[str, tuple[str, Any]] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not SAFE_ID.fullmatch(self.prefix):
+            raise ValueError("an id prefix may contain only letters, digits, '_' and '-'")
+        self._ids = CallIds(self.prefix)
+
+    def mint(self) -> str:
+        """A fresh internal id that answers to no vendor id."""
+        call_id = self._ids.mint()
+        self._origin[call_id] = ("", None)
+        return call_id
+
+    def internal(self, vendor: str, vendor_id: Any = None) -> str:
+        """The internal id for ``vendor_id`` (a fresh one when the vendor gave none)."""
+        if vendor_id is None or vendor_id == "" or isinstance(vendor_id, bool):
+            return self.mint()
+        key = (vendor, id_key(vendor_id))
+        if key not in self._inbound:
+            call_id = self._ids.mint()
+            self._inbound[key] = call_id
+            self._origin[call_id] = (vendor, vendor_id)
+        return self._inbound[key]
+
+    def external(self, call_id: str, vendor: str) -> Any:
+        """The id ``vendor`` knows this call by. Raises ``KeyError`` for an id this map never minted."""
+        if call_id not in self._origin:
+            raise KeyError(f"call id {call_id!r} was not minted by this IdMap")
+        origin, vendor_id = self._origin[call_id]
+        if origin == vendor:
+            return vendor_id
+        self._inbound.setdefault((vendor, id_key(call_id)), call_id)  # so a reply under this id maps back
+        return call_id
+
+    def knows(self, call_id: str) -> bool:
+        return call_id in self._origin
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The mapping as plain rows: ``{"call_id", "vendor", "vendor_id"}``, in minting order."""
+        return [{"call_id": c, "vendor": v or None, "vendor_id": vid} for c, (v, vid) in self._origin.items()]
+
+
+def id_key(vendor_id: Any) -> Any:
+    """How an id is compared: by type and value, so 1 and "1" are different JSON-RPC ids."""
+    return (type(vendor_id).__name__, vendor_id)
+
+
+__all__ = ["call_id_error", "call_id_problem", "duplicate_call_id_error", "id_key", "IdMap", "not_a_call_error",
+           "refusal_result", "round_refusals", "SAFE_ID", "shared_ids", "shown_call_id", "shown_name",
+           "unknown_tool_error"]

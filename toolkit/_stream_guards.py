@@ -1,5 +1,11 @@
 """Chapter 08: what a stream may not do to the assembler: split or repeated ids and names, and the caps it meets.
 
+The kernel's ``Assembler`` (``toolkit.kernel.stream``) states the completion
+rule; everything a chunk can do wrong on the way in is here, reached through
+one function each: ``take`` (one chunk into its call's ``Buffer``),
+``parsed_call`` (a complete buffer, parsed strictly), ``answered_once`` and
+``preview_of``.
+
 Servers disagree on how a call's id and tool name travel. Most send each once,
 on the call's first delta; some repeat the whole value on every delta; some
 cut it into pieces like the arguments (``read_`` then ``file``). ``assemble_field`` is
@@ -23,15 +29,29 @@ reading, so a hostile body costs no more time than it takes to reach the cap);
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from toolkit._caps import MAX_ECHO_CHARS, MAX_ERRORS_PER_CALL
-from toolkit.kernel.call import ToolError
+from toolkit import _schema as schema
+from toolkit._caps import MAX_CALL_ID_CHARS, MAX_ECHO_CHARS, MAX_ERRORS_PER_CALL, MAX_NAME_CHARS, MAX_OPEN_CALLS
+from toolkit._preview import KeyScanner, Preview
 from toolkit._show import shorten
-from toolkit.kernel.stream import Refusal
+from toolkit.kernel.call import ToolCall, ToolError
 
-__all__ = ["answered_once", "assemble_field", "capped_errors", "field_too_long", "over_cap", "shared_id",
-           "shown_value"]
+__all__ = ["answered_once", "assemble_field", "Buffer", "capped_errors", "field_too_long", "over_cap",
+           "parsed_call", "preview_of", "shown_value", "stream_incomplete", "stream_invalid", "take"]
+
+
+def stream_incomplete(message: str, received: Any = None, hint: str = "") -> ToolError:
+    """The error for a stream that never said it was complete."""
+    return ToolError("stream_incomplete", "$", message, expected="a completion signal", received=received,
+                     hint=hint or "nothing was run; ask for the calls again")
+
+
+def stream_invalid(pointer: str, message: str, received: Any = None, hint: str = "") -> ToolError:
+    """The error for a stream that cannot be trusted (bad framing, bad shapes, ids that change)."""
+    return ToolError("stream_invalid", pointer, message, expected="a well-formed stream", received=received,
+                     hint=hint or "nothing was run; ask for the calls again")
 
 
 def assemble_field(current: Any, incoming: Any, started: bool) -> tuple[Any, str]:
@@ -92,19 +112,156 @@ def capped_errors(errors: list[ToolError], pointer: str) -> tuple[ToolError, ...
     return tuple(errors[:kept]) + (rest,)
 
 
-def shared_id(pointer: str, vendor_id: Any) -> ToolError:
-    """The refusal for a call whose id another call in the same stream also sent."""
-    return ToolError("duplicate_call_id", pointer, f"two calls share the id {shown_value(vendor_id)!r}",
-                     expected="one id per call", received=shown_value(vendor_id),
-                     hint="give each call its own id; none of them was run")
-
-
 def answered_once(out: list[Any]) -> list[Any]:
     """Calls sharing a vendor id map to one toolkit id: the first refusal answers it, later ones answer nothing."""
     seen: set[str] = set()
     for n, item in enumerate(out):
-        if isinstance(item, Refusal) and item.call_id in seen:
-            out[n] = Refusal(None, item.name, item.errors, item.index, item.received_chars)
+        if not isinstance(item, ToolCall) and item.call_id in seen:
+            out[n] = replace(item, call_id=None, arguments=None)
         elif item.call_id is not None:
             seen.add(item.call_id)
     return out
+
+
+class Buffer:
+    """What has arrived of one call: its id and name so far, its argument text in pieces, and its problems."""
+
+    __slots__ = ("index", "vendor_id", "call_id", "minted_for", "name", "parts", "size", "errors", "closed",
+                 "scanner", "seen", "keys")
+
+    def __init__(self, index: int):
+        self.index = index
+        self.vendor_id: Any = None          # the vendor's id as assembled so far (text or an integer)
+        self.call_id: str | None = None     # the toolkit's id, minted when first needed
+        self.minted_for: Any = None
+        self.name: str | None = None
+        self.parts: list[str] = []
+        self.size = 0
+        self.errors: list[ToolError] = []
+        self.closed = False
+        self.scanner: KeyScanner | None = None
+        self.seen = 0
+        self.keys: tuple[str, ...] = ()
+
+    def problem(self, error: ToolError) -> ToolError | None:
+        """Keep one problem; one more than ``MAX_ERRORS_PER_CALL`` breaks the stream (the error that says so)."""
+        if len(self.errors) < MAX_ERRORS_PER_CALL:
+            self.errors.append(error)
+            return None
+        return over_cap(f"$[{self.index}]", "the problems with this call", "MAX_ERRORS_PER_CALL",
+                        MAX_ERRORS_PER_CALL, "problems", "nothing was run; the stream is broken")
+
+
+def take(buffers: dict[int, Buffer], index: Any, call_id: Any, name: Any, arguments: Any,
+         max_chars: int) -> ToolError | None:
+    """One chunk into its call's buffer; the error that breaks the stream, or None.
+
+    An index that is not a non-negative integer, more than ``MAX_OPEN_CALLS`` calls, an id or a name past
+    its cap, or one problem too many breaks the stream. Anything else wrong is kept for ``finish``.
+    """
+    buf = buffers.get(index) if type(index) is int else None
+    if buf is None:
+        if type(index) is not int or index < 0:
+            return stream_invalid("$.index", "a call index must be a non-negative integer", shown_value(index))
+        if len(buffers) >= MAX_OPEN_CALLS:
+            return over_cap(f"$[{index}]", "the calls in this stream", "MAX_OPEN_CALLS", MAX_OPEN_CALLS, "calls")
+        buf = buffers[index] = Buffer(index)
+    broken = None
+    if buf.closed:
+        broken = buf.problem(stream_invalid(f"$[{index}]", "data arrived after the call's block was closed"))
+    if (call_id is not None and call_id != buf.vendor_id) or (name is not None and name != buf.name):
+        broken = broken or _identify(buf, call_id, name)   # new, growing or changed; plain repeats skip this
+    if arguments is None:
+        return broken
+    if type(arguments) is str and buf.size <= max_chars:   # the common case, kept short
+        buf.parts.append(arguments)
+        buf.size += len(arguments)
+        if buf.size > max_chars:
+            buf.parts = []  # drop the text: an endless stream must not fill memory
+            broken = broken or buf.problem(ToolError(
+                "too_large", f"$[{index}].arguments", f"arguments passed the {max_chars} character cap",
+                expected=f"at most {max_chars} characters", received=f"more than {max_chars}",
+                hint="send a reference (a path or id) instead of the content"))
+    elif not isinstance(arguments, str):
+        broken = broken or buf.problem(stream_invalid(f"$[{index}].arguments", "argument fragment is not text",
+                                                      type(arguments).__name__))
+    return broken
+
+
+def _identify(buf: Buffer, call_id: Any, name: Any) -> ToolError | None:
+    """Assemble the id and the name by ``assemble_field``: repeats are ignored, pieces joined, changes refused."""
+    where = f"$[{buf.index}]"
+    for field, value, cap, cap_name in (("id", call_id, MAX_CALL_ID_CHARS, "MAX_CALL_ID_CHARS"),
+                                        ("name", name, MAX_NAME_CHARS, "MAX_NAME_CHARS")):
+        if value is None:
+            continue
+        current = buf.vendor_id if field == "id" else buf.name
+        label = "call id" if field == "id" else "tool name"
+        grown, why = assemble_field(current, value, buf.size > 0) if field == "id" or isinstance(value, str) else (
+            current, "not text")            # an id may be a JSON-RPC integer; a name is always text
+        broken = None
+        if why == "changed":
+            broken = buf.problem(stream_invalid(f"{where}.{field}", f"{label} changed mid-stream",
+                                                [shown_value(current), shown_value(value)]))
+        elif why:
+            broken = buf.problem(stream_invalid(f"{where}.{field}", f"{label} is not a string", type(value).__name__))
+        elif field_too_long(grown, cap):        # no real tool or id is that long: the stream is broken
+            return over_cap(f"{where}.{field}", f"the {label}", cap_name, cap, "characters")
+        elif field == "id":
+            buf.vendor_id = grown
+        else:
+            buf.name = grown
+        if broken:
+            return broken
+    return None
+
+
+def parsed_call(buf: Buffer, needs_close: bool, envelope: bool) -> tuple[str | None, Any, list[ToolError]]:
+    """A complete call's name and strictly parsed arguments, or why it cannot run (a block never closed,
+    arguments that do not parse, an envelope that is not ``{"name", "arguments"}``, no tool name)."""
+    if needs_close and not buf.closed:
+        return None, None, [stream_incomplete(f"call #{buf.index} never closed its block", "open block")]
+    arguments, errors = schema.parse_arguments("".join(buf.parts))
+    if errors:
+        return None, None, errors
+    name = buf.name
+    if envelope:
+        name, arguments, errors = _open_envelope(arguments)
+        if errors:
+            return None, None, errors
+        buf.name = name
+    if not name:
+        return None, None, [stream_invalid(f"$[{buf.index}].name", "no tool name arrived for this call")]
+    return name, arguments, []
+
+
+def _open_envelope(envelope: Any) -> tuple[str | None, Any, list[ToolError]]:
+    """Split ``{"name": ..., "arguments": {...}}`` into a name and arguments, strictly."""
+    extra = sorted(set(envelope) - {"name", "arguments"})
+    if extra:
+        return None, None, [ToolError("unexpected_property", f"$.{extra[0]}", "unexpected property",
+                                      expected="name and arguments", received=shown_value(extra[0]))]
+    name = envelope.get("name")
+    if not isinstance(name, str) or not name:
+        return None, None, [ToolError("missing_required", "$.name", "a call needs a tool name",
+                                      expected="a non-empty string", received=schema.json_type(name))]
+    if field_too_long(name, MAX_NAME_CHARS):
+        return None, None, [over_cap("$.name", "the tool name", "MAX_NAME_CHARS", MAX_NAME_CHARS, "characters")]
+    arguments, errors = schema.parse_arguments(envelope.get("arguments", {}))
+    return name, arguments, errors
+
+
+def preview_of(buf: Buffer, call_id: str | None) -> Preview:
+    """Progress for one call: the text so far (secret-named values masked) and the keys seen so far.
+
+    Keys are found incrementally (only pieces not yet scanned are read); the text is one join, so ask for
+    a preview when the display redraws, not for every fragment of a huge argument.
+    """
+    if buf.scanner is None:
+        buf.scanner = KeyScanner()
+    for part in buf.parts[buf.seen:]:
+        buf.scanner.feed(part)
+    buf.seen = len(buf.parts)
+    if len(buf.keys) != len(buf.scanner.keys):
+        buf.keys = tuple(buf.scanner.keys)
+    return Preview(buf.index, call_id, buf.name, buf.scanner.text(), buf.keys, len(buf.parts))

@@ -32,6 +32,6 @@ from toolkit.kernel.read_file import (check_lexical, check_realpath, confine, EV
 from toolkit.kernel.ledger import Answer, invoke, Ledger, LedgerStatus, MemoryLedger
 from toolkit.kernel.backoff import (Action, Jitter, NEVER_RETRY, plan, retry_verdict, RetryController,
                                     RetryDecision, RetryPolicy, RetryState, step, walk)
-from toolkit.kernel.stream import COMPLETE, completion_problem, CUT, is_cut, Refusal
+from toolkit.kernel.stream import Assembler, COMPLETE, completion_problem, CUT, is_cut, Refusal
 from toolkit.kernel.scheduler import (canonical, conflict, Contracts, Footprint, Plan, PlannedCall, resources,
-                                      schedule, usable_id)
+                                      schedule)

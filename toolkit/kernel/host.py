@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable
 from toolkit.kernel.call import ToolCall
 from toolkit.kernel.contract import Contract
 from toolkit.kernel.call import ToolError
-from toolkit._ids import duplicate_call_id_error, not_a_call_error, shown_call_id
+from toolkit._ids import not_a_call_error, refusal_result, round_refusals, shown_call_id
 from toolkit.kernel.legality import LAYER_OF, Caller, Outcome, Verdict, check, refused
 from toolkit._caps import MAX_ERRORS_PER_CALL
 from toolkit.kernel.call import FailureClass, Status, ToolFailure, ToolResult
@@ -96,18 +96,20 @@ class Host:
         return result
 
     def run_round(self, calls: Iterable[ToolCall]) -> list[ToolResult]:
-        """One result per call, in call order; a call id already used in this round is refused, not run."""
-        results, seen = [], set()
-        for call in calls:
-            call_id = getattr(call, "call_id", None)
-            if isinstance(call, ToolCall) and isinstance(call_id, str) and call_id in seen:
-                verdict = refused(call, duplicate_call_id_error(call_id))
-                result = rejection(verdict)
-                self.log.append(self._logged(Attempt(call, verdict, result)))
-            else:
-                result = self.execute(call)
-            if isinstance(call_id, str):
-                seen.add(call_id)
+        """One result per call, in call order; the round's id rule (``toolkit._ids.round_refusals``) comes first.
+
+        Every call whose id another call of the round also sends is refused, not run: results are paired by id.
+        """
+        calls = list(calls)
+        answer, refusals = round_refusals(calls)
+        results = []
+        for position, call in enumerate(calls):
+            if position not in refusals:
+                results.append(self.execute(call))
+                continue
+            result = refusal_result(answer[position], refusals[position])
+            if isinstance(call, ToolCall):
+                self.log.append(self._logged(Attempt(call, refused(call, refusals[position]), result)))
             results.append(result)
         return results
 

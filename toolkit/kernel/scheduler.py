@@ -1,5 +1,7 @@
 """Chapter 08: parallel calls: the model asks for several, the host decides what may overlap.
 
+    wave(b) = 1 + max{ wave(a) : a asked before b and conflict(a, b) }     (0 when b conflicts with none)
+
 "Parallel requests" is not "parallel execution". How many calls a model put
 in one round says nothing about whether they may run at the same time; the
 resources they touch do. The rule is ``conflict``:
@@ -23,30 +25,22 @@ from another call's result) cannot be seen within one round: every call in a
 round already has its arguments. It needs a second round, after the first
 results come back. Running a plan is ``toolkit.wire.rounds``.
 
-Hardening: every item of a round gets exactly one result, even one that
-cannot run. Something that is not a ``ToolCall``, a call whose id is not a
-non-empty string of at most ``MAX_CALL_ID_CHARS`` characters, and calls that
-share an id are refused before planning; a round of more than
-``MAX_OPEN_CALLS`` items is refused whole. A refused item whose id cannot
-answer it gets a placeholder id (``?3`` for item 3) used by no other item, so
-results still pair one to one with the items.
+Before planning, the round's id rule (``toolkit._ids.round_refusals``, the
+same for every runner) refuses what cannot be answered by id: something that
+is not a ``ToolCall``, a call whose id is unusable, and every call sharing an
+id with another. Each item still gets exactly one result.
 """
 from __future__ import annotations
 
 import posixpath
 import string
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from toolkit._caps import MAX_CALL_ID_CHARS, MAX_OPEN_CALLS
-from toolkit._ids import call_id_problem
-from toolkit.kernel.call import ToolCall
-from toolkit.kernel.contract import Contract
-from toolkit.kernel.call import ToolError
-from toolkit.kernel.call import FailureClass, Status, ToolResult
-from toolkit.kernel.host import not_a_call
+from toolkit._ids import refusal_result, round_refusals
 from toolkit._schema import parse_arguments
-from toolkit._stream_guards import over_cap, shown_value
+from toolkit.kernel.call import ToolCall, ToolResult
+from toolkit.kernel.contract import Contract
 
 Footprint = tuple[frozenset[str], frozenset[str], bool]   # (reads, writes, known)
 
@@ -105,20 +99,11 @@ class PlannedCall:
     wave: int
     waits_for: tuple[tuple[str, str], ...]   # (call id, reason) pairs
 
-    def row(self) -> dict[str, Any]:
-        return {"call_id": self.call.call_id, "name": self.call.name, "reads": sorted(self.reads),
-                "writes": sorted(self.writes), "wave": self.wave, "start": self.wave, "end": self.wave + 1,
-                "waits_for": [f"{cid} ({why})" for cid, why in self.waits_for]}
-
 
 @dataclass(frozen=True)
 class Plan:
-    """A round's calls ordered into waves, plus the items refused before planning.
-
-    ``steps`` are in call order. ``refused`` holds ``(position, result)`` for
-    items that cannot run at all: something that is not a ``ToolCall`` (a
-    ``Preview``, say), or a call whose id another call in the round also uses.
-    """
+    """A round's calls ordered into waves (``steps``, in call order), and ``(position, result)`` for each
+    item the round's id rule refused before planning."""
 
     steps: tuple[PlannedCall, ...]
     refused: tuple[tuple[int, ToolResult], ...] = ()
@@ -143,7 +128,9 @@ class Plan:
 
     def rows(self) -> list[dict[str, Any]]:
         """Plain rows for a table or a timeline plot: start/end in logical steps."""
-        return [s.row() for s in self.steps]
+        return [{"call_id": s.call.call_id, "name": s.call.name, "reads": sorted(s.reads), "writes": sorted(s.writes),
+                 "wave": s.wave, "start": s.wave, "end": s.wave + 1,
+                 "waits_for": [f"{cid} ({why})" for cid, why in s.waits_for]} for s in self.steps]
 
     def text(self) -> str:
         """The plan as a small table, one line per call."""
@@ -175,34 +162,12 @@ def schedule(calls: Sequence[Any], contracts: Contracts) -> Plan:
     order. ``contracts`` is a ``Host`` or a ``{name: Contract}`` mapping.
     """
     items = list(calls)
-    answer = _answer_ids(items)
-    anonymous = frozenset(p for p, item in enumerate(items) if _own_id(item) != answer[p])
-    if len(items) > MAX_OPEN_CALLS:
-        error = over_cap("$", "the calls in this round", "MAX_OPEN_CALLS", MAX_OPEN_CALLS, "calls",
-                         "nothing was run; ask for fewer calls in one round")
-        return Plan((), tuple((p, _refused(answer[p], "too_large", error)) for p in range(len(items))), anonymous)
-    counts: dict[str, int] = {}
-    for item in items:
-        if isinstance(item, ToolCall) and usable_id(item.call_id):
-            counts[item.call_id] = counts.get(item.call_id, 0) + 1
+    answer, refusals = round_refusals(items)
     steps: list[PlannedCall] = []
-    refused: list[tuple[int, ToolResult]] = []
-    for position, item in enumerate(items):
-        if not isinstance(item, ToolCall):
-            refused.append((position, replace(not_a_call(item), call_id=answer[position])))
+    for position, call in enumerate(items):
+        if position in refusals:
             continue
-        if not usable_id(item.call_id):
-            refused.append((position, _refused(answer[position], "invalid_call", ToolError(
-                "invalid_call", "$.call_id", f"a call id must be a non-empty string of at most {MAX_CALL_ID_CHARS} "
-                                             "characters (MAX_CALL_ID_CHARS)",
-                expected="a non-empty string", received=shown_value(item.call_id),
-                hint="results are paired by id, so a call without a usable one cannot be answered; it was not run",
-                retryable=False))))
-            continue
-        if counts[item.call_id] > 1:
-            refused.append((position, _duplicate(item)))
-            continue
-        found = resources(item, _lookup(contracts, item.name))
+        found = resources(call, _lookup(contracts, call.name))
         reads, writes = found if found is not None else (frozenset(), frozenset())
         me = (reads, writes, found is not None)
         waits, wave = [], 0
@@ -211,51 +176,8 @@ def schedule(calls: Sequence[Any], contracts: Contracts) -> Plan:
             if why:
                 waits.append((earlier.call.call_id, why))
                 wave = max(wave, earlier.wave + 1)
-        steps.append(PlannedCall(position, item, reads, writes, found is not None, wave, tuple(waits)))
-    return Plan(tuple(steps), tuple(refused), anonymous)
+        steps.append(PlannedCall(position, call, reads, writes, found is not None, wave, tuple(waits)))
+    refused = tuple((p, refusal_result(answer[p], error)) for p, error in refusals.items())
+    anonymous = frozenset(p for p, item in enumerate(items) if getattr(item, "call_id", None) != answer[p])
+    return Plan(tuple(steps), refused, anonymous)
 
-
-def usable_id(call_id: Any) -> bool:
-    """True when ``call_id`` can pair a result with its call (the host's own rule, ``core.hostile.call_id_problem``)."""
-    return call_id_problem(call_id) is None
-
-
-def _answer_ids(items: list[Any]) -> list[str]:
-    """The id each item's result is filed under: its own when usable (calls sharing one keep it), else a placeholder.
-
-    An item that is not a ``ToolCall`` keeps its id only when no other item has
-    it. A placeholder (``?3``, ``??3``, ...) is used by no other item.
-    """
-    ids = [_own_id(item) for item in items]
-    everywhere: dict[str, int] = {}
-    for call_id in ids:
-        if usable_id(call_id):
-            everywhere[call_id] = everywhere.get(call_id, 0) + 1
-    taken, out = set(everywhere), []
-    for position, (item, call_id) in enumerate(zip(items, ids)):
-        if usable_id(call_id) and (isinstance(item, ToolCall) or everywhere[call_id] == 1):
-            out.append(call_id)
-            continue
-        placeholder = f"?{position}"
-        while placeholder in taken:
-            placeholder = "?" + placeholder
-        taken.add(placeholder)
-        out.append(placeholder)
-    return out
-
-
-def _own_id(item: Any) -> str | None:
-    call_id = getattr(item, "call_id", None)
-    return call_id if usable_id(call_id) else None
-
-
-def _refused(call_id: str, reason: str, error: ToolError) -> ToolResult:
-    return ToolResult(call_id, Status.REJECTED, failure_class=FailureClass.SCHEMA, reason=reason, errors=(error,))
-
-
-def _duplicate(call: ToolCall) -> ToolResult:
-    error = ToolError("duplicate_call_id", "$.call_id", f"another call in this round also uses {call.call_id!r}",
-                      expected="one id per call", received=call.call_id,
-                      hint="results are paired by id, so calls sharing one cannot be told apart; none was run")
-    return ToolResult(call.call_id, Status.REJECTED, failure_class=FailureClass.SCHEMA, reason="duplicate_call_id",
-                      errors=(error,))

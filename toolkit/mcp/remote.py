@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable
 
 from toolkit.kernel import (Caller, CallIds, Contract, FailureClass, Host, Status, Tool, ToolCall, ToolError,
                             ToolFailure, ToolResult, check, invoke_with_ledger, request)
+from toolkit._ids import refusal_result, round_refusals
 from toolkit._show import shorten
 from toolkit.mcp import Trust, adopt_tool
 
@@ -105,8 +106,11 @@ class McpHost:
         return invoke_with_ledger(self.host, call, self.ledger, verdict)
 
     def run_round(self, calls: Iterable[ToolCall]) -> list[ToolResult]:
-        """One result per call, in order."""
-        return [self.execute(call) for call in calls]
+        """One result per call, in order; the round's id rule (``toolkit._ids.round_refusals``) comes first."""
+        calls = list(calls)
+        answer, refusals = round_refusals(calls)
+        return [refusal_result(answer[n], refusals[n]) if n in refusals else self.execute(call)
+                for n, call in enumerate(calls)]
 
 
 def _lacks_only_approval(verdict: Any) -> bool:

@@ -27,7 +27,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
-from toolkit.kernel import Caller, Host, Retry, Status, Tool, ToolCall, ToolResult
+from toolkit.kernel import Caller, Host, Status, Tool, ToolCall, ToolResult
+from toolkit.wire import mcp_annotations
 
 #: The file tools the files part offers, by name: ``--tools`` chooses among them (read_file by default).
 CATALOG = ("read_file", "edit_file", "inspect_exports")
@@ -63,8 +64,8 @@ def serving_host(workspace: Path | str, names: Iterable[str] = ("read_file",)) -
 def tool_listing(host: Host) -> list[Any]:
     """tools/list: each declared contract as an ``mcp.types.Tool`` (its schema exactly as the contract has it).
 
-    The annotations are derived from the contract (read-only, destructive, idempotent), so a client that
-    shows hints shows the contract's own words.
+    The annotations are the vendor table's (``toolkit.wire.mcp_annotations``), read off the contract, so a
+    client that shows hints shows the contract's own words.
     """
     from mcp import types
 
@@ -73,11 +74,7 @@ def tool_listing(host: Host) -> list[Any]:
         contract = tool.contract
         listing.append(types.Tool(
             name=contract.name, description=contract.description, input_schema=dict(contract.schema),
-            annotations=types.ToolAnnotations(
-                read_only_hint=not contract.writes and contract.retry is Retry.SAFE,
-                destructive_hint=not contract.reversible,
-                idempotent_hint=contract.retry is Retry.SAFE,
-                open_world_hint=False)))
+            annotations=types.ToolAnnotations(**mcp_annotations(contract))))
     return listing
 
 

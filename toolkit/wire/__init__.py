@@ -1,19 +1,22 @@
 """Calls on the wire (chapters 01 and 08): stream framing and assembly, vendor formats, pairing, scheduling.
 
-Each name below is defined in the module it is listed under; that module loads on first use.
+Each name below is defined in the module it is listed under (a module outside ``wire`` is named in full:
+the kernel's ``Assembler``, the private ``IdMap`` and ``Preview`` it uses); that module loads on first use.
 """
 from toolkit._exports import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "assembly": ("Assembler", "frames", "SKETCH_FRAMES"),
-    "ids": ("id_problem", "IdMap", "VENDORS"),
+    "assembly": ("frames", "SKETCH_FRAMES"),
+    "ids": ("id_problem", "VENDORS"),
+    "toolkit._ids": ("IdMap",),
+    "toolkit._preview": ("KeyScanner", "MASK", "MAX_SECRETS_REMEMBERED", "Preview", "STOPPED"),
+    "toolkit.kernel.stream": ("Assembler",),
     "pairing": ("check_conversation", "naive_pairing", "pair_results", "pairing_problems"),
-    "preview": ("KeyScanner", "MASK", "MAX_SECRETS_REMEMBERED", "Preview", "STOPPED"),
     "recorded": ("fixture", "fixture_names"),
     "rounds": ("Execute", "RoundReport", "run_plan", "run_round", "Timing", "verify"),
     "sse": ("SSEDecoder", "SSEEvent", "StreamBroken"),
     "stream_replay": ("describe_chunk", "Moment", "replay", "split_events"),
     "vendor_messages": ("anthropic_assistant_message", "anthropic_calls", "anthropic_tool_results", "mcp_call", "mcp_request", "mcp_response", "openai_assistant_message", "openai_calls", "openai_tool_messages", "result_text"),
     "vendor_streams": ("anthropic_stream", "AnthropicStream", "openai_stream", "OpenAIStream"),
-    "vendors": ("anthropic_tool", "mcp_annotations", "mcp_tool", "openai_tool", "strict_problems", "tools_for"),
+    "vendors": ("anthropic_tool", "mcp_annotations", "MCP_HINTS", "mcp_tool", "openai_tool", "strict_problems", "tools_for"),
 })

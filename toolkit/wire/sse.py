@@ -23,6 +23,7 @@ from typing import Any
 from toolkit._caps import MAX_EVENT_BYTES
 from toolkit.kernel import ToolError
 from toolkit._show import scrub, shorten
+from toolkit._stream_guards import stream_invalid
 
 __all__ = ["SSEDecoder", "SSEEvent", "StreamBroken"]
 
@@ -34,12 +35,6 @@ class SSEEvent:
     event: str
     data: str
     number: int
-
-
-def stream_invalid(pointer: str, message: str, received: Any = None, hint: str = "") -> ToolError:
-    """The error for a stream that cannot be trusted (bad framing, bad shapes, ids that change)."""
-    return ToolError("stream_invalid", pointer, message, expected="a well-formed stream", received=received,
-                     hint=hint or "nothing was run; ask for the calls again")
 
 
 class StreamBroken(Exception):

@@ -10,7 +10,7 @@ event nothing is executable; only after it are there ``ToolCall`` objects
 chunk carried. Both read the body with the same ``SSEDecoder`` the readers use.
 
 What is described is shown, so it is masked as a preview is
-(``toolkit.wire.preview``): an argument fragment that belongs to a
+(``toolkit._preview``): an argument fragment that belongs to a
 secret-named field's value is shown as ``"[redacted]"`` (or not at all), and
 credential-shaped text is masked in fragments, assistant text and unreadable chunks.
 """

@@ -22,9 +22,9 @@ from toolkit.kernel import ToolCall
 from toolkit.kernel import ToolError
 from toolkit.kernel import ToolResult
 from toolkit._schema import parse_arguments
+from toolkit._ids import duplicate_call_id_error, id_key
 from toolkit.kernel import Refusal, is_cut
 from toolkit.wire import IdMap, id_problem
-from toolkit.wire.ids import id_key
 
 
 # ----------------------------------------------------- calls or refusals
@@ -48,9 +48,7 @@ def _calls_from(vendor: str, id_field: str, entries: list[tuple[Any, str | None,
             problems.append(_invalid(f"${id_field}", id_problem(vendor, vendor_id) or "bad id", vendor_id))
         duplicate = usable_id is not None and seen.get(id_key(usable_id), 0) > 1
         if duplicate:
-            problems.append(ToolError("duplicate_call_id", f"${id_field}", f"two calls share the id {usable_id!r}",
-                                      expected="one id per call", received=usable_id,
-                                      hint="give each call its own id; none of them was run"))
+            problems.append(duplicate_call_id_error(usable_id, f"${id_field}"))
         call_id = ids.internal(vendor, usable_id)
         if duplicate and id_key(usable_id) in answered:
             call_id = None  # the first call with this id carries the one result

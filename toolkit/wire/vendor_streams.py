@@ -3,7 +3,7 @@
 ``OpenAIStream`` and ``AnthropicStream`` read the raw body of each vendor's
 stream (text, bytes, or chunks split anywhere: ``toolkit.wire.sse``), check
 every event's shape, and feed what it carries to an ``Assembler``
-(``toolkit.wire.assembly``). They never raise on bad data: a body they cannot
+(the kernel's, ``toolkit.kernel.stream``). They never raise on bad data: a body they cannot
 trust refuses every call in it. ``openai_stream`` / ``anthropic_stream`` wrap
 them as generators.
 
@@ -23,11 +23,10 @@ from toolkit.kernel import ToolCall
 from toolkit.kernel import ToolError
 from toolkit.wire import Assembler
 from toolkit.kernel import Refusal
-from toolkit.kernel.stream import stream_incomplete
 from toolkit.wire import IdMap
 from toolkit.wire import Preview
 from toolkit.wire import SSEDecoder, SSEEvent, StreamBroken
-from toolkit.wire.sse import stream_invalid
+from toolkit._stream_guards import stream_incomplete, stream_invalid
 from toolkit._stream_guards import over_cap, shown_value
 
 

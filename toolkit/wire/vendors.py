@@ -14,7 +14,7 @@ example messages (``toolkit.wire.recorded``).
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from toolkit.kernel import Contract, Retry
 from toolkit.wire import VENDORS
@@ -60,24 +60,24 @@ def anthropic_tool(contract: Contract) -> dict[str, Any]:
     return {"name": contract.name, "description": contract.description, "input_schema": dict(contract.schema)}
 
 
-def mcp_annotations(contract: Contract) -> dict[str, bool]:
-    """MCP hints derived from what the contract declares.
+#: MCP's tool annotations, the one table of them: each hint is read off what the contract declares.
+#: ``idempotentHint`` counts ``Retry.SAFE_WITH_KEY`` (the key is one of the arguments, so the same
+#: arguments twice have no extra effect); ``destructiveHint`` means something only for a tool that writes.
+MCP_HINTS: dict[str, Callable[[Contract], bool]] = {
+    "readOnlyHint": lambda contract: not contract.writes,
+    "destructiveHint": lambda contract: bool(contract.writes) and not contract.reversible,
+    "idempotentHint": lambda contract: not contract.writes or contract.retry in (Retry.SAFE, Retry.SAFE_WITH_KEY),
+}
 
-    * ``readOnlyHint``: the contract writes nothing;
-    * ``destructiveHint``: it writes, and the write cannot be undone;
-    * ``idempotentHint``: the same arguments twice have no extra effect
-      (reads, ``Retry.SAFE``, and ``Retry.SAFE_WITH_KEY`` because the key is
-      one of the arguments);
-    * ``openWorldHint``: only when ``contract.extras["open_world"]`` says so;
-      without it the hint is left out and MCP's default (open) applies.
+
+def mcp_annotations(contract: Contract) -> dict[str, bool]:
+    """The contract's MCP hints, by ``MCP_HINTS``; ``openWorldHint`` only when ``contract.extras["open_world"]``
+    says so (without it the hint is left out and MCP's default, open, applies).
 
     Hints are descriptions for a client, never permissions: a client must not
     trust them from a server it does not trust.
     """
-    read_only = not contract.writes
-    hints = {"readOnlyHint": read_only,
-             "destructiveHint": (not read_only) and not contract.reversible,
-             "idempotentHint": read_only or contract.retry in (Retry.SAFE, Retry.SAFE_WITH_KEY)}
+    hints = {name: rule(contract) for name, rule in MCP_HINTS.items()}
     if "open_world" in contract.extras:
         hints["openWorldHint"] = bool(contract.extras["open_world"])
     return hints
