@@ -27,13 +27,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from toolkit.kernel import Status, ToolFailure, ToolResult
+from toolkit.kernel import Answer, LedgerStatus, Status, ToolFailure, ToolResult
+from toolkit._json import check_call
+from toolkit._outcomes import run_effect
 from toolkit._show import scrub, secret_values
 from toolkit.effects import connect, transaction
-from toolkit.effects import LIVE, LeaseSettlement, claim_owner, lease_state
-from toolkit.effects.leases import storage_failure
-from toolkit.kernel import Answer, LedgerStatus
-from toolkit.kernel.ledger import check_call, json_value, run_effect
+from toolkit.effects import LIVE, claim_owner, existing_answer, lease_state, settle_row, storage_failure
 from toolkit.effects import decode_result, encode_result
 
 LEDGER_SCHEMA = """
@@ -51,7 +50,7 @@ CREATE TABLE IF NOT EXISTS ledger (
 _COLUMNS = "tool, fingerprint, state, result, owner, lease_until"
 
 
-class SqliteLedger(LeaseSettlement):
+class SqliteLedger:
     """A durable ledger: one SQLite file, WAL, one row per (principal, key).
 
     Use ``call_atomic`` when the effect writes to this same database (the
@@ -124,17 +123,6 @@ class SqliteLedger(LeaseSettlement):
         return {"principal": principal, "key": key, "tool": tool, "state": state, "result": decode_result(text),
                 "owner": owner, "lease_until": until, "lease": lease}
 
-    def _existing(self, row: tuple, key: str, tool: str, digest: str, now: float) -> Answer:
-        before_tool, before, state, text, owner, until = row
-        if before_tool != tool:
-            return Answer.conflict(key, "tool", before_tool, tool)
-        if before != digest:
-            return Answer.conflict(key, "arguments", before[:12], digest[:12])
-        if state == "pending":
-            why = lease_state(owner, until, now)
-            return Answer.in_progress(key, "" if why == LIVE else why)
-        return Answer(LedgerStatus.REPLAYED, key, decode_result(text))
-
     def _select(self, principal: str, key: str) -> tuple | None:
         return self.conn.execute(f"SELECT {_COLUMNS} FROM ledger WHERE principal = ? AND key = ?",
                                  (principal, key)).fetchone()
@@ -149,15 +137,14 @@ class SqliteLedger(LeaseSettlement):
         rolls back both: the effect happened together with its ledger row, or
         not at all.
         """
-        refused, digest = check_call(key, arguments, tool, principal)
-        if refused:
-            return refused
-        arguments = json_value(arguments)   # JSON text of an object: the parsed object
+        error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
+        if error:
+            return Answer.invalid(key, error)
         try:
             with self._lock, transaction(self.conn):
                 row = self._select(principal, key)
                 if row:
-                    return self._existing(row, key, tool, digest, self.clock())
+                    return existing_answer(row, key, tool, digest, self.clock())
                 value = effect(self.conn, arguments)
                 try:
                     text = encode_result(value, strict=True)
@@ -189,17 +176,16 @@ class SqliteLedger(LeaseSettlement):
         unknown ends its lease at once (nobody is finishing it); a call that
         finds its claim settled or retaken by another caller answers CONFLICT.
         """
-        refused, digest = check_call(key, arguments, tool, principal)
-        if refused:
-            return refused
-        arguments = json_value(arguments)   # JSON text of an object: the parsed object
+        error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
+        if error:
+            return Answer.invalid(key, error)
         owner = claim_owner(self.owner)
         try:
             with self._lock, transaction(self.conn):
                 now = self.clock()
                 row = self._select(principal, key)
                 if row:
-                    return self._existing(row, key, tool, digest, now)
+                    return existing_answer(row, key, tool, digest, now)
                 self.conn.execute("INSERT INTO ledger (principal, key, tool, fingerprint, state, owner, lease_until) "
                                   "VALUES (?, ?, ?, ?, 'pending', ?, ?)",
                                   (principal, key, tool, digest, owner, now + self.lease_seconds))
@@ -249,10 +235,9 @@ class SqliteLedger(LeaseSettlement):
         is settled (RECONCILED), whoever holds it; a done key keeps its first
         result (REPLAYED).
         """
-        refused, digest = check_call(key, arguments, tool, principal)
-        if refused:
-            return refused
-        arguments = json_value(arguments)   # JSON text of an object: the parsed object
+        error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
+        if error:
+            return Answer.invalid(key, error)
         text = encode_result(result)
         try:
             with self._lock, transaction(self.conn):
@@ -261,7 +246,7 @@ class SqliteLedger(LeaseSettlement):
                     self.conn.execute("INSERT INTO ledger (principal, key, tool, fingerprint, state, result) "
                                       "VALUES (?, ?, ?, ?, 'done', ?)", (principal, key, tool, digest, text))
                     return Answer(LedgerStatus.RAN, key, decode_result(text))
-                answer = self._existing(row, key, tool, digest, self.clock())
+                answer = existing_answer(row, key, tool, digest, self.clock())
                 if answer.status is not LedgerStatus.IN_PROGRESS:
                     return answer
                 self.conn.execute("UPDATE ledger SET state = 'done', result = ?, owner = NULL, lease_until = NULL "
@@ -269,6 +254,79 @@ class SqliteLedger(LeaseSettlement):
         except sqlite3.Error as exc:
             return storage_failure(key, exc, "nothing was recorded")
         return Answer(LedgerStatus.RECONCILED, key, decode_result(text))
+
+    def reconcile(self, key: str, arguments: Any, inquire: Callable[[Any], Any], *,
+                  tool: str = "", principal: str = "") -> Answer:
+        """Settle a dead claim on ``key`` from the downstream system's own record, never by a blind re-run.
+
+        A live lease is a slow owner: the answer is *in progress* and
+        ``inquire`` is not asked. For a dead claim ``inquire(arguments)`` asks
+        the downstream system about the key (it travels in the arguments): the
+        recorded outcome settles the key (RECONCILED); None releases the claim
+        (FAILED ``not_applied``: the same key may now be used again); an
+        exception leaves it pending (PENDING: ask a human).
+        """
+        error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
+        if error:
+            return Answer.invalid(key, error)
+        try:
+            with self._lock:
+                row = self._select(principal, key)
+        except sqlite3.Error as exc:
+            return storage_failure(key, exc, "nothing was settled")
+        if row is None:
+            return Answer.failed(key, "not_found", "no claim for this key", False)
+        answer = existing_answer(row, key, tool, digest, self.clock())
+        if answer.status is not LedgerStatus.IN_PROGRESS or answer.error.retryable:
+            return answer               # finished, a conflict, or a live lease: its owner may still finish
+        try:
+            found = inquire(arguments)
+        except Exception as exc:
+            return Answer.unknown(key, f"the downstream check raised {type(exc).__name__}; "
+                                       "the outcome is still unknown")
+        return self._settle(principal, key, row[4], found, tool, digest)
+
+    def reap(self, find: Callable[[str], Any]) -> list[Answer]:
+        """Settle every dead claim from the downstream record: ``find(key)`` returns its outcome or None.
+
+        One answer per dead claim, oldest first: RECONCILED, FAILED ``not_applied``
+        (no record: the key is free again) or PENDING (``find`` raised: the claim
+        stays for a person). Live claims are left alone. A database failure is one FAILED answer.
+        """
+        try:
+            with self._lock:
+                rows = self.conn.execute("SELECT principal, key, tool, fingerprint, owner, lease_until FROM ledger "
+                                         "WHERE state = 'pending' ORDER BY rowid").fetchall()
+        except sqlite3.Error as exc:
+            return [storage_failure("", exc, "nothing was reaped")]
+        now, answers = self.clock(), []
+        for principal, key, tool, digest, owner, until in rows:
+            if lease_state(owner, until, now) == LIVE:
+                continue
+            try:
+                found = find(key)
+            except Exception as exc:
+                answers.append(Answer.unknown(key, f"the downstream check raised {type(exc).__name__}; "
+                                                   "the outcome is still unknown"))
+                continue
+            answers.append(self._settle(principal, key, owner, found, tool, digest))
+        return answers
+
+    def _settle(self, principal: str, key: str, owner: str | None, found: Any, tool: str, digest: str) -> Answer:
+        """Write the record's verdict, fenced by the dead claim's owner; if the row moved on, answer from it."""
+        try:
+            with self._lock, transaction(self.conn):
+                moved, text = settle_row(self.conn, principal, key, owner, found)
+                row = None if moved == 1 else self._select(principal, key)
+        except sqlite3.Error as exc:
+            return storage_failure(key, exc, "the claim is unchanged")
+        if moved == 1:
+            if found is None:
+                return Answer.failed(key, "not_applied", "the downstream system has no record of this key", True)
+            return Answer(LedgerStatus.RECONCILED, key, decode_result(text))
+        if row is None:
+            return Answer.failed(key, "not_applied", "another caller released the claim; the key is free", True)
+        return existing_answer(row, key, tool, digest, self.clock())   # settled or retaken meanwhile
 
     def release(self, key: str, principal: str = "") -> bool:
         """Drop a pending claim once the downstream record proves nothing happened (False if there was none)."""

@@ -42,8 +42,7 @@ from typing import Iterable
 
 from toolkit.kernel.contract import Contract, Retry
 from toolkit.kernel.call import FailureClass, Status, ToolCall, ToolResult
-from toolkit._keys import carried_key
-from toolkit._fingerprints import same_arguments
+from toolkit._json import carried_key, same_arguments
 
 
 def step(state: RetryState, policy: RetryPolicy, rng: random.Random | None = None) -> RetryDecision:
