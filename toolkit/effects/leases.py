@@ -26,6 +26,7 @@ row answers) and ``settle_row`` (the fenced write).
 """
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import socket
@@ -43,6 +44,13 @@ _HOST = socket.gethostname()
 def claim_owner(name: str | None = None) -> str:
     """A new claim's owner: ``name`` (default ``host/pid``, checked for life on this machine) and a random part."""
     return f"{name or f'{_HOST}/{os.getpid()}'}/{secrets.token_hex(6)}"
+
+
+def lease_length(seconds: Any) -> float:
+    """A lease's length in seconds, checked: a positive, finite number (``ValueError`` otherwise)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"lease_seconds must be a positive, finite number of seconds (got {seconds!r})")
+    return float(seconds)
 
 
 def lease_state(owner: str | None, lease_until: float | None, now: float) -> str:
@@ -77,21 +85,22 @@ def storage_failure(key: Any, exc: sqlite3.Error, after: str, secret: Iterable[s
     """A SQLite error as an answer: a lock held past the timeout is retryable, anything else is not."""
     shown = key if isinstance(key, str) else ""
     if getattr(exc, "sqlite_errorname", "") in ("SQLITE_BUSY", "SQLITE_LOCKED") or "locked" in str(exc):
-        return Answer.failed(shown, "busy", f"the database stayed locked past the busy timeout; {after}", True)
+        return Answer.refusal("failed", shown, f"the database stayed locked past the busy timeout; {after}",
+                              code="busy", retryable=True)
     detail = scrub(f"{type(exc).__name__}: {exc}", secret)
-    return Answer.failed(shown, "execution_failed", f"the ledger's database failed ({detail}); {after}", False)
+    return Answer.refusal("failed", shown, f"the ledger's database failed ({detail}); {after}", code="execution_failed")
 
 
 def existing_answer(row: tuple, key: str, tool: str, digest: str, now: float) -> Answer:
     """What a ledger row (tool, fingerprint, state, result, owner, lease_until) answers to a call with ``key``."""
     before_tool, before, state, text, owner, until = row
     if before_tool != tool:
-        return Answer.conflict(key, "tool", before_tool, tool)
+        return Answer.refusal("conflict", key, what="tool", before=before_tool, now=tool)
     if before != digest:
-        return Answer.conflict(key, "arguments", before[:12], digest[:12])
+        return Answer.refusal("conflict", key, what="arguments", before=before[:12], now=digest[:12])
     if state == "pending":
         why = lease_state(owner, until, now)
-        return Answer.in_progress(key, "" if why == LIVE else why)
+        return Answer.refusal("in_progress", key, dead="" if why == LIVE else why)
     return Answer(LedgerStatus.REPLAYED, key, decode_result(text))
 
 
@@ -111,4 +120,4 @@ def settle_row(conn: sqlite3.Connection, principal: str, key: str, owner: str | 
                         (text, principal, key, owner)).rowcount, text
 
 
-__all__ = ["LIVE", "claim_owner", "existing_answer", "lease_state", "settle_row", "storage_failure"]
+__all__ = ["LIVE", "claim_owner", "existing_answer", "lease_length", "lease_state", "settle_row", "storage_failure"]

@@ -1,26 +1,22 @@
 """Chapter 05: the durable ledger: the ledger rule kept in one SQLite file, so a key survives a crash.
 
-``SqliteLedger`` gives the same answers as ``MemoryLedger.call``
-(``toolkit.kernel.ledger``), one row per (principal, key), opened and written
-the one way this package opens SQLite (``toolkit.effects.database``: WAL, a
-busy timeout, ``BEGIN IMMEDIATE``). Where the effect lives decides the path:
+``SqliteLedger`` gives the same answers as ``MemoryLedger.call`` (``toolkit.kernel.ledger``),
+one row per (principal, key), opened the one way this package opens SQLite
+(``toolkit.effects.database``). Where the effect lives decides the path:
 
-* an effect in the same database commits in one transaction with its ledger
-  row (``call_atomic``): exactly once;
-* an effect in another system is bracketed by a *pending* row and a *done*
-  row (``call``), so a crash in between leaves a visible pending entry to
-  ``reconcile`` from the downstream system's own record, never a blind re-run.
+* an effect in the same database commits in one transaction with its row
+  (``call_atomic``): exactly once;
+* an effect in another system is bracketed by a *pending* row and a *done* row
+  (``call``): a crash in between leaves a pending claim, with an owner and a
+  lease (``toolkit.effects.leases``), that ``reconcile`` or ``reap`` settle
+  from the downstream system's own record, never by a blind re-run.
 
-A pending row is a claim with an owner and a lease (``toolkit.effects.leases``):
-a dead owner's key is settled by ``reconcile`` or ``reap``, and a late owner's
-completion is fenced. ``call``, ``call_atomic``, ``record``, ``reconcile``
-and ``reap`` answer (an ``Answer``) instead of raising, SQLite's own errors
-included (``release`` says False). One ledger may be shared by threads, such
-as the scheduler's: its connection is used under a lock.
+Every method answers (an ``Answer``) instead of raising, SQLite's errors
+included (``release`` says False). Threads may share one ledger: its
+connection is used under a lock.
 """
 from __future__ import annotations
 
-import math
 import sqlite3
 import threading
 import time
@@ -32,7 +28,8 @@ from toolkit._json import check_call
 from toolkit._outcomes import run_effect
 from toolkit._show import scrub, secret_values
 from toolkit.effects import connect, transaction
-from toolkit.effects import LIVE, claim_owner, existing_answer, lease_state, settle_row, storage_failure
+from toolkit.effects import LIVE, claim_owner, existing_answer, lease_length, lease_state, settle_row
+from toolkit.effects import storage_failure
 from toolkit.effects import decode_result, encode_result
 
 LEDGER_SCHEMA = """
@@ -64,10 +61,7 @@ class SqliteLedger:
 
     def __init__(self, path: str | Path, *, synchronous: str = "FULL", busy_timeout_ms: int = 10_000,
                  lease_seconds: float = 60.0, owner: str | None = None, clock: Callable[[], float] = time.time):
-        if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, (int, float)) \
-                or not math.isfinite(lease_seconds) or lease_seconds <= 0:
-            raise ValueError(f"lease_seconds must be a positive, finite number of seconds (got {lease_seconds!r})")
-        self.path, self.lease_seconds, self.owner, self.clock = Path(path), float(lease_seconds), owner, clock
+        self.path, self.lease_seconds, self.owner, self.clock = Path(path), lease_length(lease_seconds), owner, clock
         self._lock = threading.RLock()
         self.conn = connect(self.path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms,
                             check_same_thread=False)
@@ -154,15 +148,16 @@ class SqliteLedger:
                                   "VALUES (?, ?, ?, ?, 'done', ?)", (principal, key, tool, digest, text))
         except ToolFailure as failure:
             secrets = secret_values(arguments, secret_fields)
-            return Answer.failed(key, scrub(failure.reason, secrets), scrub(failure.message, secrets),
-                                 failure.status is Status.RECOVERABLE_FAILURE)
+            return Answer.refusal("failed", key, scrub(failure.message, secrets), code=scrub(failure.reason, secrets),
+                                  retryable=failure.status is Status.RECOVERABLE_FAILURE)
         except _NotStorable:
-            return Answer.failed(key, "not_serializable", "the result is not JSON, so nothing was committed", False)
+            return Answer.refusal("failed", key, "the result is not JSON, so nothing was committed",
+                                  code="not_serializable")
         except sqlite3.Error as exc:
             return storage_failure(key, exc, "rolled back", secret_values(arguments, secret_fields))
         except Exception as exc:
-            return Answer.failed(key, "execution_failed", f"the effect raised {type(exc).__name__}; rolled back",
-                                 True)
+            return Answer.refusal("failed", key, f"the effect raised {type(exc).__name__}; rolled back",
+                                  code="execution_failed", retryable=True)
         return Answer(LedgerStatus.RAN, key, decode_result(text))
 
     # -- effect elsewhere: pending, then done -----------------------------------
@@ -209,14 +204,14 @@ class SqliteLedger:
         except sqlite3.Error:
             if verdict == "release":
                 return Answer(LedgerStatus.FAILED, key, value, error)
-            return Answer.unknown(key, "the effect ran but its outcome could not be recorded")
+            return Answer.refusal("unknown", key, "the effect ran but its outcome could not be recorded")
         if verdict == "pending":
-            return Answer.unknown(key, error.message if error else "the effect timed out; its outcome is unknown",
+            return Answer.refusal("unknown", key, error.message if error else "the effect timed out; its outcome is unknown",
                                   value)
         if verdict == "release":
             return Answer(LedgerStatus.FAILED, key, value, error)
         if held.rowcount != 1:
-            return Answer.lost(key)
+            return Answer.refusal("lost", key)
         return Answer(LedgerStatus.RAN, key, decode_result(text))
 
     def invoke(self, key: str, effect: Callable[[Any], Any], arguments: Any) -> Any:
@@ -259,12 +254,9 @@ class SqliteLedger:
                   tool: str = "", principal: str = "") -> Answer:
         """Settle a dead claim on ``key`` from the downstream system's own record, never by a blind re-run.
 
-        A live lease is a slow owner: the answer is *in progress* and
-        ``inquire`` is not asked. For a dead claim ``inquire(arguments)`` asks
-        the downstream system about the key (it travels in the arguments): the
-        recorded outcome settles the key (RECONCILED); None releases the claim
-        (FAILED ``not_applied``: the same key may now be used again); an
-        exception leaves it pending (PENDING: ask a human).
+        A live lease is a slow owner: *in progress*, and ``inquire`` is not asked. For a dead claim
+        ``inquire(arguments)`` asks the downstream system: its outcome settles the key (RECONCILED); None
+        frees it (FAILED ``not_applied``); an exception leaves it pending (PENDING: ask a human).
         """
         error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
         if error:
@@ -275,15 +267,15 @@ class SqliteLedger:
         except sqlite3.Error as exc:
             return storage_failure(key, exc, "nothing was settled")
         if row is None:
-            return Answer.failed(key, "not_found", "no claim for this key", False)
+            return Answer.refusal("failed", key, "no claim for this key", code="not_found")
         answer = existing_answer(row, key, tool, digest, self.clock())
         if answer.status is not LedgerStatus.IN_PROGRESS or answer.error.retryable:
             return answer               # finished, a conflict, or a live lease: its owner may still finish
         try:
             found = inquire(arguments)
         except Exception as exc:
-            return Answer.unknown(key, f"the downstream check raised {type(exc).__name__}; "
-                                       "the outcome is still unknown")
+            return Answer.refusal("unknown", key, f"the downstream check raised {type(exc).__name__}; "
+                                                   "the outcome is still unknown")
         return self._settle(principal, key, row[4], found, tool, digest)
 
     def reap(self, find: Callable[[str], Any]) -> list[Answer]:
@@ -306,8 +298,8 @@ class SqliteLedger:
             try:
                 found = find(key)
             except Exception as exc:
-                answers.append(Answer.unknown(key, f"the downstream check raised {type(exc).__name__}; "
-                                                   "the outcome is still unknown"))
+                answers.append(Answer.refusal("unknown", key, f"the downstream check raised {type(exc).__name__}; "
+                                                           "the outcome is still unknown"))
                 continue
             answers.append(self._settle(principal, key, owner, found, tool, digest))
         return answers
@@ -322,10 +314,12 @@ class SqliteLedger:
             return storage_failure(key, exc, "the claim is unchanged")
         if moved == 1:
             if found is None:
-                return Answer.failed(key, "not_applied", "the downstream system has no record of this key", True)
+                return Answer.refusal("failed", key, "the downstream system has no record of this key",
+                                      code="not_applied", retryable=True)
             return Answer(LedgerStatus.RECONCILED, key, decode_result(text))
         if row is None:
-            return Answer.failed(key, "not_applied", "another caller released the claim; the key is free", True)
+            return Answer.refusal("failed", key, "another caller released the claim; the key is free",
+                                  code="not_applied", retryable=True)
         return existing_answer(row, key, tool, digest, self.clock())   # settled or retaken meanwhile
 
     def release(self, key: str, principal: str = "") -> bool:

@@ -99,32 +99,16 @@ class Answer:
         return ToolResult(call_id, status, failure_class=failure_class, errors=(self.error,) if self.error else (),
                           reason=self.error.code if self.error else self.status.value)
 
-    # -- the refusals every ledger gives (worded in ``toolkit._refusals``) ----------
+    # -- the refusals every ledger gives, worded once in ``toolkit._refusals`` ------
+    @classmethod
+    def refusal(cls, kind: str, key: str, message: str = "", result: Any = None, **details: Any) -> Answer:
+        """``conflict`` / ``lost`` (another call owns the key), ``in_progress``, ``unknown`` or ``failed``."""
+        status, error = ledger_refusal(kind, message, **details)
+        return cls(LedgerStatus(status), key, result, error)
+
     @classmethod
     def invalid(cls, key: Any, error: ToolError) -> Answer:
         return cls(LedgerStatus.INVALID, key if isinstance(key, str) else repr(key)[:40], error=error)
-
-    @classmethod
-    def conflict(cls, key: str, what: str, before: str, now: str) -> Answer:
-        return cls(LedgerStatus.CONFLICT, key, error=ledger_refusal("conflict", what=what, before=before, now=now))
-
-    @classmethod
-    def in_progress(cls, key: str, dead: str = "") -> Answer:
-        """The key is claimed and unfinished. ``dead`` says why nobody will finish it (then: do not wait)."""
-        return cls(LedgerStatus.IN_PROGRESS, key, error=ledger_refusal("in_progress", dead=dead))
-
-    @classmethod
-    def lost(cls, key: str) -> Answer:
-        """A late owner's answer: its claim ran out and the key was settled or retaken by another caller."""
-        return cls(LedgerStatus.CONFLICT, key, error=ledger_refusal("lost"))
-
-    @classmethod
-    def unknown(cls, key: str, why: str, result: Any = None) -> Answer:
-        return cls(LedgerStatus.PENDING, key, result, error=ledger_refusal("unknown", why))
-
-    @classmethod
-    def failed(cls, key: str, code: str, message: str, retryable: bool) -> Answer:
-        return cls(LedgerStatus.FAILED, key, error=ledger_refusal("failed", message, code=code, retryable=retryable))
 
 
 @runtime_checkable
@@ -159,44 +143,54 @@ class MemoryLedger:
 
     def call(self, key: str, effect: Callable[[Any], Any], arguments: Any, *,
              tool: str = "", principal: str = "", secret_fields: Iterable[str] = ()) -> Answer:
-        """``invoke``, with the fingerprint and in-progress checks before it and the effect's verdict inside it."""
+        """``invoke``, after a real ledger's checks: bad input, a conflict or a key in flight never runs."""
         error, x, digest = check_call(key, arguments, tool, principal)   # x: the arguments, parsed once
-        if error:
-            return Answer.invalid(key, error)
         k = key if not principal else (principal, key)
-        if k in self._claims:                                             # a claimed key: the same call?
-            before_tool, before = self._claims[k]
-            if before_tool != tool:
-                return Answer.conflict(key, "tool", before_tool, tool)
-            if before != digest:
-                return Answer.conflict(key, "arguments", before[:12], digest[:12])
-            if k not in self.entries:
-                return Answer.in_progress(key, "its call ended with an unknown outcome" if k in self._unknown else "")
+        refused = Answer.invalid(key, error) if error else self._refused(k, key, tool, digest)
+        if refused:
+            return refused
         new = k not in self.entries
         if new:
             self._claims[k] = (tool, digest)                              # claimed before the effect runs
-
-        def f(x: Any) -> Any:                                             # f_k: the effect, once, or no record
-            verdict, value, error = run_effect(effect, x, secret_fields)
-            if verdict != "done":
-                raise _NotRecorded(verdict, value, error)
-            return value
-
-        try:
-            self.entries, y = invoke(f, x, k, self.entries)               # the rule: replay, or run and record
-        except _NotRecorded as outcome:
-            verdict, value, error = outcome.args
-            if verdict == "release":                                      # nothing happened: the key is free
-                del self._claims[k]
-                return Answer(LedgerStatus.FAILED, key, value, error)
-            self._unknown.add(k)                                          # unknown: the claim stays
-            return Answer.unknown(key, error.message if error else "the effect timed out; its outcome is unknown",
-                                  value)
+        try:                                                              # the rule: replay, or run and record
+            self.entries, y = invoke(lambda x: _recorded(effect, x, secret_fields), x, k, self.entries)
+        except _NotRecorded as outcome:                                   # nothing to record (see _unrecorded)
+            return self._unrecorded(k, key, *outcome.args)
         return Answer(LedgerStatus.RAN if new else LedgerStatus.REPLAYED, key, y)
+
+    def _refused(self, k: Any, key: str, tool: str, digest: str) -> Answer | None:
+        """A claimed key answers for itself unless it is the same call: another tool or fingerprint, or in flight."""
+        if k not in self._claims:
+            return None
+        before_tool, before = self._claims[k]
+        if before_tool != tool:
+            return Answer.refusal("conflict", key, what="tool", before=before_tool, now=tool)
+        if before != digest:
+            return Answer.refusal("conflict", key, what="arguments", before=before[:12], now=digest[:12])
+        if k not in self.entries:
+            return Answer.refusal("in_progress", key, dead="its call ended with an unknown outcome" if k in self._unknown else "")
+        return None
+
+    def _unrecorded(self, k: Any, key: str, verdict: str, value: Any, error: ToolError | None) -> Answer:
+        """The effect did not happen (the key is free again), or nobody knows (the claim stays)."""
+        if verdict == "release":
+            del self._claims[k]
+            return Answer(LedgerStatus.FAILED, key, value, error)
+        self._unknown.add(k)
+        return Answer.refusal("unknown", key, error.message if error else "the effect timed out; its outcome is unknown",
+                              value)
 
     def pending(self) -> list[Any]:
         """Keys claimed but not finished (kept until the process ends: memory has nothing to reconcile with)."""
         return [slot for slot in self._claims if slot not in self.entries]
+
+
+def _recorded(effect: Callable[[Any], Any], x: Any, secret_fields: Iterable[str]) -> Any:
+    """f_k for ``invoke``: the effect's value when it is done; otherwise nothing may be recorded."""
+    verdict, value, error = run_effect(effect, x, secret_fields)
+    if verdict != "done":
+        raise _NotRecorded(verdict, value, error)
+    return value
 
 
 class _NotRecorded(Exception):
