@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
-from toolkit._keys import carried_key
+from toolkit._json import carried_key
 from toolkit.kernel import Action, Jitter, RetryPolicy, RetryController, RetryState, plan, retry_verdict, step, walk
 from toolkit.effects import run_with_retries
 from course.worlds import CREATE_INVOICE

@@ -12,7 +12,7 @@ from course.worlds import race
 from toolkit._caps import MAX_DEPTH
 from toolkit.kernel import Answer, Ledger, LedgerStatus, MemoryLedger, invoke
 from toolkit.effects import SqliteLedger, connect, decode_result, encode_result, transaction
-from toolkit._fingerprints import canonical_json, fingerprint
+from toolkit._json import canonical_json, fingerprint
 
 ARGS = {"order_id": "order-431", "amount": 100, "currency": "EUR", "idempotency_key": "invoice-431"}
 

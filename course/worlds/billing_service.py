@@ -30,7 +30,7 @@ from toolkit.kernel import Status, ToolError, ToolFailure
 from toolkit._schema import parse_arguments, schema_errors
 from toolkit._show import scrub_error, secret_values
 from toolkit.effects import connect, transaction
-from toolkit._fingerprints import fingerprint
+from toolkit._json import fingerprint
 from course.worlds import CREATE_INVOICE
 
 #: The number of the first invoice (the chapter's trace starts at INV-9).

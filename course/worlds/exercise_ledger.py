@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from toolkit.effects import connect, transaction
-from toolkit._fingerprints import fingerprint
+from toolkit._json import fingerprint
 from course.worlds import billing_service
 from course.worlds import in_one_child, process_context, reap
 from course.worlds import CRASH_POINTS, KILLED, ORDER, die_at

@@ -9,7 +9,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "audit_chain": ("against_anchor", "Anchor", "AUDIT_COLUMNS", "AUDIT_SCHEMA", "chain_digest", "chain_key", "check_chain", "GENESIS", "schema_problems", "Verification", "verify_audit_file", "walk_chain"),
     "call_stages": ("Branch", "BRANCHES", "main_moves", "moves", "not_drawn", "Stage", "STAGES", "status_of"),
     "database": ("connect", "transaction"),
-    "leases": ("claim_owner", "lease_state", "LeaseSettlement", "LIVE"),
+    "leases": ("claim_owner", "existing_answer", "lease_length", "lease_state", "LIVE", "settle_row", "storage_failure"),
     "metrics": ("CallRow", "measure", "MetricsReport", "Rate", "rows_from_attempts", "rows_from_audit"),
     "records": ("argument_summary", "ExecutionRecord", "FINAL", "FROM_STATUS", "IllegalTransition", "open_record", "RecordState", "Tick", "Transition", "TRANSITIONS"),
     "retries": ("run_with_retries", "Try"),

@@ -93,11 +93,11 @@ class AuditLog:
     def track(self, call: Any, initiator: str, contract: Any = None) -> ExecutionRecord:
         """Open the execution record of ``call``; each of its transitions is logged as it happens."""
         secret_fields = getattr(contract, "secret_fields", ())
-        from toolkit._schema import parse_arguments
+        from toolkit._json import parsed_arguments
 
-        arguments = call.arguments
-        if isinstance(arguments, (str, bytes, bytearray)):
-            arguments, _ = parse_arguments(arguments)
+        arguments = parsed_arguments(call.arguments)
+        if isinstance(arguments, (str, bytes, bytearray)):      # text that does not parse: no fields to read
+            arguments = None
         self._secrets |= secret_values(arguments or {}, secret_fields)
         return open_record(call, initiator, contract, clock=self.clock, listener=self._on_transition)
 

@@ -193,13 +193,11 @@ def argument_summary(arguments: Any, secret_fields: Iterable[str] = (), limit: i
     masked before the summary is cut, so no fragment of one survives the cut.
     """
     from toolkit._show import summarize
-    from toolkit._schema import parse_arguments
+    from toolkit._json import parsed_arguments
 
-    if isinstance(arguments, (str, bytes, bytearray)):
-        parsed, errors = parse_arguments(arguments)
-        if parsed is None:
-            return f"<unparsed arguments, {len(arguments)} chars>"
-        arguments = parsed
+    arguments = parsed_arguments(arguments)
+    if isinstance(arguments, (str, bytes, bytearray)):      # text that does not parse comes back as text
+        return f"<unparsed arguments, {len(arguments)} chars>"
     if not isinstance(arguments, dict):
         return f"<{type(arguments).__name__} arguments>"
     try:

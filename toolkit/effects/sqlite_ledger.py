@@ -1,39 +1,35 @@
 """Chapter 05: the durable ledger: the ledger rule kept in one SQLite file, so a key survives a crash.
 
-``SqliteLedger`` gives the same answers as ``MemoryLedger.call``
-(``toolkit.kernel.ledger``), one row per (principal, key), opened and written
-the one way this package opens SQLite (``toolkit.effects.database``: WAL, a
-busy timeout, ``BEGIN IMMEDIATE``). Where the effect lives decides the path:
+``SqliteLedger`` gives the same answers as ``MemoryLedger.call`` (``toolkit.kernel.ledger``),
+one row per (principal, key), opened the one way this package opens SQLite
+(``toolkit.effects.database``). Where the effect lives decides the path:
 
-* an effect in the same database commits in one transaction with its ledger
-  row (``call_atomic``): exactly once;
-* an effect in another system is bracketed by a *pending* row and a *done*
-  row (``call``), so a crash in between leaves a visible pending entry to
-  ``reconcile`` from the downstream system's own record, never a blind re-run.
+* an effect in the same database commits in one transaction with its row
+  (``call_atomic``): exactly once;
+* an effect in another system is bracketed by a *pending* row and a *done* row
+  (``call``): a crash in between leaves a pending claim, with an owner and a
+  lease (``toolkit.effects.leases``), that ``reconcile`` or ``reap`` settle
+  from the downstream system's own record, never by a blind re-run.
 
-A pending row is a claim with an owner and a lease (``toolkit.effects.leases``):
-a dead owner's key is settled by ``reconcile`` or ``reap``, and a late owner's
-completion is fenced. ``call``, ``call_atomic``, ``record``, ``reconcile``
-and ``reap`` answer (an ``Answer``) instead of raising, SQLite's own errors
-included (``release`` says False). One ledger may be shared by threads, such
-as the scheduler's: its connection is used under a lock.
+Every method answers (an ``Answer``) instead of raising, SQLite's errors
+included (``release`` says False). Threads may share one ledger: its
+connection is used under a lock.
 """
 from __future__ import annotations
 
-import math
 import sqlite3
 import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from toolkit.kernel import Status, ToolFailure, ToolResult
+from toolkit.kernel import Answer, LedgerStatus, Status, ToolFailure, ToolResult
+from toolkit._json import check_call
+from toolkit._outcomes import run_effect
 from toolkit._show import scrub, secret_values
 from toolkit.effects import connect, transaction
-from toolkit.effects import LIVE, LeaseSettlement, claim_owner, lease_state
-from toolkit.effects.leases import storage_failure
-from toolkit.kernel import Answer, LedgerStatus
-from toolkit.kernel.ledger import check_call, json_value, run_effect
+from toolkit.effects import LIVE, claim_owner, existing_answer, lease_length, lease_state, settle_row
+from toolkit.effects import storage_failure
 from toolkit.effects import decode_result, encode_result
 
 LEDGER_SCHEMA = """
@@ -51,7 +47,7 @@ CREATE TABLE IF NOT EXISTS ledger (
 _COLUMNS = "tool, fingerprint, state, result, owner, lease_until"
 
 
-class SqliteLedger(LeaseSettlement):
+class SqliteLedger:
     """A durable ledger: one SQLite file, WAL, one row per (principal, key).
 
     Use ``call_atomic`` when the effect writes to this same database (the
@@ -65,10 +61,7 @@ class SqliteLedger(LeaseSettlement):
 
     def __init__(self, path: str | Path, *, synchronous: str = "FULL", busy_timeout_ms: int = 10_000,
                  lease_seconds: float = 60.0, owner: str | None = None, clock: Callable[[], float] = time.time):
-        if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, (int, float)) \
-                or not math.isfinite(lease_seconds) or lease_seconds <= 0:
-            raise ValueError(f"lease_seconds must be a positive, finite number of seconds (got {lease_seconds!r})")
-        self.path, self.lease_seconds, self.owner, self.clock = Path(path), float(lease_seconds), owner, clock
+        self.path, self.lease_seconds, self.owner, self.clock = Path(path), lease_length(lease_seconds), owner, clock
         self._lock = threading.RLock()
         self.conn = connect(self.path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms,
                             check_same_thread=False)
@@ -124,17 +117,6 @@ class SqliteLedger(LeaseSettlement):
         return {"principal": principal, "key": key, "tool": tool, "state": state, "result": decode_result(text),
                 "owner": owner, "lease_until": until, "lease": lease}
 
-    def _existing(self, row: tuple, key: str, tool: str, digest: str, now: float) -> Answer:
-        before_tool, before, state, text, owner, until = row
-        if before_tool != tool:
-            return Answer.conflict(key, "tool", before_tool, tool)
-        if before != digest:
-            return Answer.conflict(key, "arguments", before[:12], digest[:12])
-        if state == "pending":
-            why = lease_state(owner, until, now)
-            return Answer.in_progress(key, "" if why == LIVE else why)
-        return Answer(LedgerStatus.REPLAYED, key, decode_result(text))
-
     def _select(self, principal: str, key: str) -> tuple | None:
         return self.conn.execute(f"SELECT {_COLUMNS} FROM ledger WHERE principal = ? AND key = ?",
                                  (principal, key)).fetchone()
@@ -149,15 +131,14 @@ class SqliteLedger(LeaseSettlement):
         rolls back both: the effect happened together with its ledger row, or
         not at all.
         """
-        refused, digest = check_call(key, arguments, tool, principal)
-        if refused:
-            return refused
-        arguments = json_value(arguments)   # JSON text of an object: the parsed object
+        error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
+        if error:
+            return Answer.invalid(key, error)
         try:
             with self._lock, transaction(self.conn):
                 row = self._select(principal, key)
                 if row:
-                    return self._existing(row, key, tool, digest, self.clock())
+                    return existing_answer(row, key, tool, digest, self.clock())
                 value = effect(self.conn, arguments)
                 try:
                     text = encode_result(value, strict=True)
@@ -167,15 +148,16 @@ class SqliteLedger(LeaseSettlement):
                                   "VALUES (?, ?, ?, ?, 'done', ?)", (principal, key, tool, digest, text))
         except ToolFailure as failure:
             secrets = secret_values(arguments, secret_fields)
-            return Answer.failed(key, scrub(failure.reason, secrets), scrub(failure.message, secrets),
-                                 failure.status is Status.RECOVERABLE_FAILURE)
+            return Answer.refusal("failed", key, scrub(failure.message, secrets), code=scrub(failure.reason, secrets),
+                                  retryable=failure.status is Status.RECOVERABLE_FAILURE)
         except _NotStorable:
-            return Answer.failed(key, "not_serializable", "the result is not JSON, so nothing was committed", False)
+            return Answer.refusal("failed", key, "the result is not JSON, so nothing was committed",
+                                  code="not_serializable")
         except sqlite3.Error as exc:
             return storage_failure(key, exc, "rolled back", secret_values(arguments, secret_fields))
         except Exception as exc:
-            return Answer.failed(key, "execution_failed", f"the effect raised {type(exc).__name__}; rolled back",
-                                 True)
+            return Answer.refusal("failed", key, f"the effect raised {type(exc).__name__}; rolled back",
+                                  code="execution_failed", retryable=True)
         return Answer(LedgerStatus.RAN, key, decode_result(text))
 
     # -- effect elsewhere: pending, then done -----------------------------------
@@ -189,17 +171,16 @@ class SqliteLedger(LeaseSettlement):
         unknown ends its lease at once (nobody is finishing it); a call that
         finds its claim settled or retaken by another caller answers CONFLICT.
         """
-        refused, digest = check_call(key, arguments, tool, principal)
-        if refused:
-            return refused
-        arguments = json_value(arguments)   # JSON text of an object: the parsed object
+        error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
+        if error:
+            return Answer.invalid(key, error)
         owner = claim_owner(self.owner)
         try:
             with self._lock, transaction(self.conn):
                 now = self.clock()
                 row = self._select(principal, key)
                 if row:
-                    return self._existing(row, key, tool, digest, now)
+                    return existing_answer(row, key, tool, digest, now)
                 self.conn.execute("INSERT INTO ledger (principal, key, tool, fingerprint, state, owner, lease_until) "
                                   "VALUES (?, ?, ?, ?, 'pending', ?, ?)",
                                   (principal, key, tool, digest, owner, now + self.lease_seconds))
@@ -223,14 +204,14 @@ class SqliteLedger(LeaseSettlement):
         except sqlite3.Error:
             if verdict == "release":
                 return Answer(LedgerStatus.FAILED, key, value, error)
-            return Answer.unknown(key, "the effect ran but its outcome could not be recorded")
+            return Answer.refusal("unknown", key, "the effect ran but its outcome could not be recorded")
         if verdict == "pending":
-            return Answer.unknown(key, error.message if error else "the effect timed out; its outcome is unknown",
+            return Answer.refusal("unknown", key, error.message if error else "the effect timed out; its outcome is unknown",
                                   value)
         if verdict == "release":
             return Answer(LedgerStatus.FAILED, key, value, error)
         if held.rowcount != 1:
-            return Answer.lost(key)
+            return Answer.refusal("lost", key)
         return Answer(LedgerStatus.RAN, key, decode_result(text))
 
     def invoke(self, key: str, effect: Callable[[Any], Any], arguments: Any) -> Any:
@@ -249,10 +230,9 @@ class SqliteLedger(LeaseSettlement):
         is settled (RECONCILED), whoever holds it; a done key keeps its first
         result (REPLAYED).
         """
-        refused, digest = check_call(key, arguments, tool, principal)
-        if refused:
-            return refused
-        arguments = json_value(arguments)   # JSON text of an object: the parsed object
+        error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
+        if error:
+            return Answer.invalid(key, error)
         text = encode_result(result)
         try:
             with self._lock, transaction(self.conn):
@@ -261,7 +241,7 @@ class SqliteLedger(LeaseSettlement):
                     self.conn.execute("INSERT INTO ledger (principal, key, tool, fingerprint, state, result) "
                                       "VALUES (?, ?, ?, ?, 'done', ?)", (principal, key, tool, digest, text))
                     return Answer(LedgerStatus.RAN, key, decode_result(text))
-                answer = self._existing(row, key, tool, digest, self.clock())
+                answer = existing_answer(row, key, tool, digest, self.clock())
                 if answer.status is not LedgerStatus.IN_PROGRESS:
                     return answer
                 self.conn.execute("UPDATE ledger SET state = 'done', result = ?, owner = NULL, lease_until = NULL "
@@ -269,6 +249,78 @@ class SqliteLedger(LeaseSettlement):
         except sqlite3.Error as exc:
             return storage_failure(key, exc, "nothing was recorded")
         return Answer(LedgerStatus.RECONCILED, key, decode_result(text))
+
+    def reconcile(self, key: str, arguments: Any, inquire: Callable[[Any], Any], *,
+                  tool: str = "", principal: str = "") -> Answer:
+        """Settle a dead claim on ``key`` from the downstream system's own record, never by a blind re-run.
+
+        A live lease is a slow owner: *in progress*, and ``inquire`` is not asked. For a dead claim
+        ``inquire(arguments)`` asks the downstream system: its outcome settles the key (RECONCILED); None
+        frees it (FAILED ``not_applied``); an exception leaves it pending (PENDING: ask a human).
+        """
+        error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
+        if error:
+            return Answer.invalid(key, error)
+        try:
+            with self._lock:
+                row = self._select(principal, key)
+        except sqlite3.Error as exc:
+            return storage_failure(key, exc, "nothing was settled")
+        if row is None:
+            return Answer.refusal("failed", key, "no claim for this key", code="not_found")
+        answer = existing_answer(row, key, tool, digest, self.clock())
+        if answer.status is not LedgerStatus.IN_PROGRESS or answer.error.retryable:
+            return answer               # finished, a conflict, or a live lease: its owner may still finish
+        try:
+            found = inquire(arguments)
+        except Exception as exc:
+            return Answer.refusal("unknown", key, f"the downstream check raised {type(exc).__name__}; "
+                                                   "the outcome is still unknown")
+        return self._settle(principal, key, row[4], found, tool, digest)
+
+    def reap(self, find: Callable[[str], Any]) -> list[Answer]:
+        """Settle every dead claim from the downstream record: ``find(key)`` returns its outcome or None.
+
+        One answer per dead claim, oldest first: RECONCILED, FAILED ``not_applied``
+        (no record: the key is free again) or PENDING (``find`` raised: the claim
+        stays for a person). Live claims are left alone. A database failure is one FAILED answer.
+        """
+        try:
+            with self._lock:
+                rows = self.conn.execute("SELECT principal, key, tool, fingerprint, owner, lease_until FROM ledger "
+                                         "WHERE state = 'pending' ORDER BY rowid").fetchall()
+        except sqlite3.Error as exc:
+            return [storage_failure("", exc, "nothing was reaped")]
+        now, answers = self.clock(), []
+        for principal, key, tool, digest, owner, until in rows:
+            if lease_state(owner, until, now) == LIVE:
+                continue
+            try:
+                found = find(key)
+            except Exception as exc:
+                answers.append(Answer.refusal("unknown", key, f"the downstream check raised {type(exc).__name__}; "
+                                                           "the outcome is still unknown"))
+                continue
+            answers.append(self._settle(principal, key, owner, found, tool, digest))
+        return answers
+
+    def _settle(self, principal: str, key: str, owner: str | None, found: Any, tool: str, digest: str) -> Answer:
+        """Write the record's verdict, fenced by the dead claim's owner; if the row moved on, answer from it."""
+        try:
+            with self._lock, transaction(self.conn):
+                moved, text = settle_row(self.conn, principal, key, owner, found)
+                row = None if moved == 1 else self._select(principal, key)
+        except sqlite3.Error as exc:
+            return storage_failure(key, exc, "the claim is unchanged")
+        if moved == 1:
+            if found is None:
+                return Answer.refusal("failed", key, "the downstream system has no record of this key",
+                                      code="not_applied", retryable=True)
+            return Answer(LedgerStatus.RECONCILED, key, decode_result(text))
+        if row is None:
+            return Answer.refusal("failed", key, "another caller released the claim; the key is free",
+                                  code="not_applied", retryable=True)
+        return existing_answer(row, key, tool, digest, self.clock())   # settled or retaken meanwhile
 
     def release(self, key: str, principal: str = "") -> bool:
         """Drop a pending claim once the downstream record proves nothing happened (False if there was none)."""

@@ -26,8 +26,7 @@ from enum import Enum
 from typing import Any, Callable
 
 from toolkit.kernel import NEXT_STEP, FailureClass, Status, ToolCall, ToolError, ToolResult
-from toolkit._keys import call_arguments, carried_key
-from toolkit._fingerprints import same_arguments
+from toolkit._json import carried_key, parsed_arguments, same_arguments
 
 
 class RemoteTimeout(Exception):
@@ -88,7 +87,7 @@ class TimeoutRuntime:
     ``tracker`` is the remote service (see the module docstring). ``human`` (optional) answers a question about
     a call with ``"exists"``, ``"absent"``, or None (cannot say). ``log`` collects one line per step.
     ``contract`` (optional) names the argument that carries the key; arguments may be a dict or JSON text, and
-    the title and the key are read from the parsed value (``toolkit._keys.call_arguments``).
+    the title and the key are read from the parsed value (``toolkit._json.parsed_arguments``).
     """
 
     tracker: Any
@@ -103,7 +102,7 @@ class TimeoutRuntime:
         return key if isinstance(key, str) else None
 
     def _send(self, call: ToolCall) -> ToolResult:
-        arguments = call_arguments(call)
+        arguments = parsed_arguments(call.arguments)
         title = arguments.get("title", "") if isinstance(arguments, dict) else ""
         try:
             output = self.tracker.create_issue(str(title), self.key_of(call))

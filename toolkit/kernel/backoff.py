@@ -19,8 +19,7 @@ from typing import Iterable
 from toolkit.kernel.contract import Contract, Retry
 from toolkit.kernel.call import FailureClass, Status, ToolCall, ToolResult
 from toolkit._jitter import Jitter, jitter_wait
-from toolkit._keys import carried_key
-from toolkit._fingerprints import same_arguments
+from toolkit._json import carried_key, same_arguments
 
 
 def step(state: RetryState, policy: RetryPolicy, rng: random.Random | None = None) -> RetryDecision:

@@ -29,7 +29,7 @@ from toolkit.kernel.contract import Contract, Retry
 from toolkit.kernel.call import ToolError
 from toolkit._show import shorten
 from toolkit.kernel.host import Host, rejection
-from toolkit._keys import call_arguments, carried_key
+from toolkit._json import carried_key, parsed_arguments
 from toolkit.kernel.legality import Verdict
 from toolkit._show import redacted_text
 from toolkit.kernel.call import FailureClass, Status, ToolResult
@@ -56,8 +56,7 @@ class Observation:
 
 def shown_call(call: ToolCall, secret_fields: Iterable[str] = ()) -> str:
     """``name({...}) #call_id`` with the arguments redacted and scrubbed *before* they are cut to length."""
-    parsed = call_arguments(call)
-    value = parsed if parsed is not None else call.arguments
+    value = parsed_arguments(call.arguments)
     return f"{call.name}({shorten(redacted_text(value, secret_fields), 80)}) #{call.call_id}"
 
 
@@ -136,7 +135,7 @@ def invoke_with_ledger(host: Host, proposal: ToolCall, ledger: Any = None,
         verdict = host.check(proposal)
     if not verdict.legal:
         return host.execute(proposal, verdict)      # logs the attempt; returns the rejection
-    arguments = call_arguments(proposal, verdict)
+    arguments = verdict.arguments if verdict.arguments is not None else parsed_arguments(proposal.arguments)
     key = ledger_key(proposal, contract, arguments)
     if isinstance(key, ToolError):
         return ToolResult(proposal.call_id, Status.REJECTED, failure_class=FailureClass.PRECONDITION,

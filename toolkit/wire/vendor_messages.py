@@ -23,6 +23,7 @@ from toolkit.kernel import ToolError
 from toolkit.kernel import ToolResult
 from toolkit._schema import parse_arguments
 from toolkit._ids import duplicate_call_id_error, id_key
+from toolkit._json import parsed_arguments
 from toolkit.kernel import Refusal, is_cut
 from toolkit.wire import IdMap, id_problem
 
@@ -203,7 +204,7 @@ def _raw_input(arguments: Any) -> dict[str, Any]:
         return dict(arguments)
     if arguments is None or arguments == "":
         return {}
-    parsed = parse_arguments(arguments)[0] if isinstance(arguments, str) else None
+    parsed = parsed_arguments(arguments)
     return dict(parsed) if isinstance(parsed, Mapping) else {"unparsed_arguments": _raw_text(arguments)}
 
 

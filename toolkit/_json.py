@@ -1,17 +1,21 @@
-"""Chapter 05: keys and fingerprints: which logical attempt a call names, and with which arguments.
+"""Chapter 05: a call's arguments as one JSON value: parsed once, fingerprinted, and the key read from it.
 
-A ledger claims an idempotency key together with a *fingerprint* of the
-arguments: the sha256 of their canonical JSON. Two calls whose arguments are
-the same JSON value get the same fingerprint however they were written
-(``{"b": 1, "a": 100.0}`` and ``{"a": 100, "b": 1}``), so the same key with
-other arguments is caught as a conflict, never replayed as someone else's
-result.
+    parsed_arguments(x) = the JSON value x names, whether x is a dict or JSON text
+    fingerprint(x)      = sha256(canonical JSON of that value)
 
-``check_key`` and ``check_arguments`` answer with a structured ``ToolError``
-instead of raising: a model sent these, and a model is told what to fix.
-``same_arguments`` is the one comparison of two calls' arguments (a dict or
-JSON text, parsed by ``toolkit._keys.call_arguments``) that the retry controller
-and the timeout rules share.
+Arguments arrive as a dict or as JSON text (the form vendors deliver).
+``parsed_arguments`` is the one function that turns either into the parsed
+value; the ledger, the loop, the retry controller and the timeout rules all
+read the arguments through it, so text and a dict name the same call. Two
+calls whose arguments are the same JSON value get the same fingerprint
+however they were written (``{"b": 1, "a": 100.0}`` and ``{"a": 100, "b": 1}``),
+so a ledger catches the same key with other arguments as a conflict.
+
+A key may travel beside the call (``ToolCall.idempotency_key``) or inside its
+arguments, in the field the contract names (``carried_key``); if both carry a
+key they must agree. ``check_call`` is the input check every ledger shares:
+it answers with a structured ``ToolError`` instead of raising, since a model
+sent these and a model is told what to fix.
 """
 from __future__ import annotations
 
@@ -27,6 +31,54 @@ from toolkit._show import pointer_for
 
 #: The longest idempotency key accepted (keys are names, not payloads).
 MAX_KEY_LENGTH = 200
+
+
+def parsed_arguments(arguments: Any) -> Any:
+    """The JSON value a call's arguments name: a dict as given, JSON text of an object parsed.
+
+    Text that does not parse to an object (with the caps the schema layer
+    applies) comes back unchanged, so a caller can still show or compare it.
+    """
+    if isinstance(arguments, (str, bytes, bytearray)):
+        parsed, errors = parse_arguments(arguments)
+        return arguments if errors else parsed
+    return arguments
+
+
+def carried_key(call: Any, contract: Any = None, arguments: Any = None) -> str | ToolError | None:
+    """The key ``call`` carries, ``None`` when it carries none, or a ``ToolError`` when its two keys disagree.
+
+    ``arguments`` (optional) are the already-parsed arguments; without them the
+    call's own arguments are parsed here (``parsed_arguments``).
+    """
+    field = getattr(contract, "idempotency_field", "") or ""
+    if arguments is None:
+        arguments = parsed_arguments(getattr(call, "arguments", None))
+    inside = arguments.get(field) if field and isinstance(arguments, dict) else None
+    inside = inside if isinstance(inside, str) and inside else None
+    beside = getattr(call, "idempotency_key", None) or None
+    if beside and inside and beside != inside:
+        return ToolError("idempotency_conflict", f"$.{field}", "the call's key and its arguments' key disagree",
+                         expected=beside, received=inside, hint="send one key, the original one", retryable=False)
+    return beside or inside
+
+
+def check_call(key: Any, arguments: Any, tool: Any, principal: Any) -> tuple[ToolError | None, Any, str]:
+    """The input every ledger call shares, checked in one pass: ``(error, parsed arguments, fingerprint)``.
+
+    The arguments are parsed here once (``parsed_arguments``) and the ledger
+    works on that value from then on. ``error`` is None for usable input.
+    """
+    for name, value in (("tool", tool), ("principal", principal)):
+        if not isinstance(value, str):
+            return ToolError("wrong_type", f"$.{name}", f"{name} must be a string", expected="string",
+                             received=type(value).__name__, retryable=False), arguments, ""
+    error = check_key(key)
+    if error is not None:
+        return error, arguments, ""
+    value = parsed_arguments(arguments)
+    error, digest = checked_fingerprint(value)
+    return error, value, digest
 
 
 def fingerprint(arguments: Any) -> str:
@@ -83,11 +135,9 @@ def check_arguments(arguments: Any) -> ToolError | None:
 def same_arguments(a: Any, b: Any) -> bool:
     """True when two calls' arguments are the same JSON value, each given as a dict or as JSON text.
 
-    Arguments that do not parse are the same only when they are the same text.
+    Arguments that are not JSON values are the same only when they are equal as given.
     """
-    (pa, ea), (pb, eb) = parse_arguments(a), parse_arguments(b)
-    if ea or eb:
-        return a == b
+    pa, pb = parsed_arguments(a), parsed_arguments(b)
     (error_a, digest_a), (error_b, digest_b) = checked_fingerprint(pa), checked_fingerprint(pb)
     return pa == pb if error_a or error_b else digest_a == digest_b
 
@@ -136,4 +186,5 @@ def _not_json(exc: _NotJson) -> ToolError:
                      received=exc.found, hint="send plain JSON values", retryable=False)
 
 
-__all__ = ["canonical_json", "check_arguments", "check_key", "checked_fingerprint", "fingerprint", "same_arguments"]
+__all__ = ["canonical_json", "carried_key", "check_arguments", "check_call", "check_key", "checked_fingerprint",
+           "fingerprint", "parsed_arguments", "same_arguments"]
