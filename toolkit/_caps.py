@@ -20,6 +20,15 @@ MAX_ERRORS_PER_CALL = 16
 MAX_EVENT_BYTES = 1024 * 1024
 #: The most characters of a value echoed back in an error's ``received``.
 MAX_ECHO_CHARS = 80
+#: The most characters of arguments a printed call line shows (``name({...}) #call_id``).
+MAX_CALL_LINE_CHARS = 80
+#: The most characters of a record's one-line argument summary (execution records, audit rows, live rounds).
+MAX_SUMMARY_CHARS = 120
+#: The longest idempotency key accepted (keys are names, not payloads).
+MAX_KEY_LENGTH = 200
+#: What ends a text the host cut: the one cut marker.
+CUT_MARK = "..."
 
-__all__ = ["MAX_ARGUMENT_BYTES", "MAX_CALL_ID_CHARS", "MAX_DEPTH", "MAX_ECHO_CHARS", "MAX_ERRORS_PER_CALL",
-           "MAX_EVENT_BYTES", "MAX_NAME_CHARS", "MAX_OPEN_CALLS"]
+__all__ = ["CUT_MARK", "MAX_ARGUMENT_BYTES", "MAX_CALL_ID_CHARS", "MAX_CALL_LINE_CHARS", "MAX_DEPTH",
+           "MAX_ECHO_CHARS", "MAX_ERRORS_PER_CALL", "MAX_EVENT_BYTES", "MAX_KEY_LENGTH", "MAX_NAME_CHARS",
+           "MAX_OPEN_CALLS", "MAX_SUMMARY_CHARS"]

@@ -19,12 +19,32 @@ import math
 import re
 from typing import Any, Iterable, Mapping
 
-from toolkit._caps import MAX_ARGUMENT_BYTES, MAX_DEPTH, MAX_ECHO_CHARS
+from toolkit._caps import (CUT_MARK, MAX_ARGUMENT_BYTES, MAX_CALL_LINE_CHARS, MAX_DEPTH, MAX_ECHO_CHARS,
+                           MAX_SUMMARY_CHARS)
 from toolkit.kernel.call import ToolError
 
-def shorten(text: str, limit: int = 80, tail: str = "...") -> str:
+
+def shorten(text: str, limit: int = MAX_ECHO_CHARS, tail: str = CUT_MARK) -> str:
     """``text`` cut to at most ``limit`` characters, ending in ``tail`` when something was cut."""
     return text if len(text) <= limit else text[: limit - len(tail)] + tail
+
+
+def call_line(name: Any, arguments: Any, call_id: Any = None, secret_fields: Iterable[str] = ()) -> str:
+    """The one way a call is printed: ``read_file({"path": "a.txt"}) #call_1``.
+
+    Arguments are shown as received (JSON text stays text), masked (``redact_arguments``) before they are cut to
+    ``MAX_CALL_LINE_CHARS``, so no fragment of a secret is printed; a name or id that is not short, encodable text
+    is echoed safely. Without a call id the line ends at the closing parenthesis.
+    """
+    from toolkit._ids import shown_call_id, shown_name
+
+    shown = redact_arguments(arguments, secret_fields)
+    try:
+        text = json.dumps(shown, default=repr)   # keys in the order the model sent them
+    except (TypeError, ValueError, RecursionError):  # an integer too long to print, a cycle
+        text = f"<{type(shown).__name__}>"
+    line = f"{shown_name(name)}({shorten(text, MAX_CALL_LINE_CHARS)})"
+    return line if call_id is None else f"{line} #{shown_call_id(call_id)}"
 
 
 def pointer_for(path: tuple | list) -> str:
@@ -118,7 +138,7 @@ def redact(value: Any, secret_fields: Iterable[str] = (), _depth: int = 0) -> An
     return value
 
 
-def summarize(value: Any, secret_fields: Iterable[str] = (), limit: int = 120) -> str:
+def summarize(value: Any, secret_fields: Iterable[str] = (), limit: int = MAX_SUMMARY_CHARS) -> str:
     """A short, redacted, one-line summary of arguments for a log line.
 
     Masked first, cut second: a secret that straddles the cut is already gone, so no fragment survives.
@@ -128,8 +148,7 @@ def summarize(value: Any, secret_fields: Iterable[str] = (), limit: int = 120) -
         text = json.dumps(redacted, sort_keys=True, default=repr)
     except TypeError:  # keys of mixed types cannot be sorted
         text = json.dumps(redacted, default=repr)
-    text = scrub(text, secret_values(value, secret_fields))
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return shorten(scrub(text, secret_values(value, secret_fields)), limit)
 
 
 #: Shapes of credentials worth masking even where no field name gave them away.
@@ -226,6 +245,15 @@ def scrub_error(error: ToolError, secrets: Iterable[str]) -> ToolError:
     return ToolError(error.code, scrub_value(error.pointer, values), scrub_value(error.message, values),
                      scrub_value(error.expected, values), scrub_value(error.received, values),
                      scrub_value(error.hint, values), error.retryable)
+
+
+def scrubbed_errors(errors: tuple[ToolError, ...], arguments: Any, secret_fields: Iterable[str]) -> tuple[ToolError, ...]:
+    """``errors`` with every secret ``arguments`` carry scrubbed out (what a condition or a schema echoes may
+    repeat one); the same tuple when there is nothing to scrub."""
+    if not errors:
+        return errors
+    secrets = secret_values(arguments, secret_fields) if arguments is not None else set()
+    return tuple(scrub_error(e, secrets) for e in errors)
 
 
 def redact_arguments(arguments: Any, secret_fields: Iterable[str] = ()) -> Any:

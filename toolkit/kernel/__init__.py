@@ -24,7 +24,7 @@ from toolkit.kernel.legality import (Caller, check, Layer, LAYER_OF, LAYERS, leg
                                      PRE_QUESTIONS, refused, Test, Verdict)
 from toolkit.kernel.host import Attempt, Host, Implementation, not_a_call, rejection, Tool
 from toolkit.kernel.loop import (contract_allows, evaluate, invoke_with_ledger, ledger_key, Observation,
-                                 ScriptedPolicy, shown_call, State)
+                                 ScriptedPolicy, State)
 from toolkit.kernel.choice import Choice, choose, expected_value, flip_point, governed_score, Option
 from toolkit.kernel.confinement import (check_lexical, check_realpath, confine, describe_entry, FileRead, locate,
                                         open_confined, read_confined, Refuse, stat_entry)
