@@ -19,8 +19,7 @@ from toolkit.kernel.call import ToolError
 
 
 class ContractError(ValueError):
-    """A contract that cannot be enforced as written (a pattern no ECMA-262 engine compiles): raised when the
-    contract is declared, so the mistake is the author's to fix and never a surprise while a call is checked."""
+    """A contract that cannot be enforced as written (a pattern no ECMA-262 engine compiles), raised when declared."""
 
 
 class Retry(str, Enum):
@@ -31,18 +30,14 @@ class Retry(str, Enum):
     UNSAFE = "unsafe"                    # sending a message: a retry is a second act
 
 
-#: A check's verdict: True passes, False fails with the condition's own text,
-#: a ToolError fails with that error (for a more precise pointer or hint).
+#: A condition's answer: True passes, False fails with its own text, a ToolError fails with that error.
 CheckResult = bool | ToolError
 
 
 @dataclass(frozen=True)
 class Condition:
-    """A named test over a call.
-
-    Preconditions and guards are called as ``predicate(arguments, world)``;
-    postconditions as ``predicate(arguments, output, world)``.
-    """
+    """A named test over a call: ``predicate(arguments, world)`` (guards, preconditions) or
+    ``predicate(arguments, output, world)`` (postconditions)."""
 
     name: str
     description: str
@@ -60,11 +55,9 @@ class Condition:
 class Contract:
     """Everything the host knows about one tool before it runs.
 
-    ``schema`` is a JSON Schema (2020-12) object schema for the arguments.
-    ``permissions`` are scopes the caller must hold (checked with ``guards``
-    in the permission layer); ``preconditions`` and ``needs_approval`` form the
-    business layer. ``reads``/``writes`` are resource templates such as
-    ``"file:{path}"``, filled from the arguments to schedule parallel calls.
+    ``schema`` is a JSON Schema (2020-12) object schema; ``permissions`` and ``guards`` form the permission
+    layer, ``preconditions`` and ``needs_approval`` the business layer; ``reads``/``writes`` are resource
+    templates such as ``"file:{path}"``, filled from the arguments to schedule parallel calls.
     """
 
     name: str
