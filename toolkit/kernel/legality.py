@@ -43,10 +43,8 @@ def check(call: ToolCall, contract: Contract | None, caller: "Caller" = None, wo
     schema = Test("schema_ok", Outcome.FAIL if errors else Outcome.PASS, tuple(errors))
     usable = None if errors else arguments
     tests = (schema, _auth_test(contract, caller, usable, world), _pre_test(contract, call, caller, usable, world))
-    if any(t.errors for t in tests):
-        tests = tuple(Test(t.name, t.outcome, scrubbed_errors(t.errors, arguments, contract.secret_fields))
-                      for t in tests)
-    return Verdict(call, *tests, usable)
+    safe = (Test(t.name, t.outcome, scrubbed_errors(t.errors, arguments, contract.secret_fields)) for t in tests)
+    return Verdict(call, *safe, usable)   # errors scrubbed: a condition or the schema may echo a secret
 
 
 class Outcome(str, Enum):
