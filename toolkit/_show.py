@@ -29,12 +29,14 @@ def shorten(text: str, limit: int = MAX_ECHO_CHARS, tail: str = CUT_MARK) -> str
     return text if len(text) <= limit else text[: limit - len(tail)] + tail
 
 
-def call_line(name: Any, arguments: Any, call_id: Any = None, secret_fields: Iterable[str] = ()) -> str:
+def call_line(name: Any, arguments: Any, call_id: Any = None, secret_fields: Iterable[str] = (),
+              limit: int = MAX_CALL_LINE_CHARS) -> str:
     """The one way a call is printed: ``read_file({"path": "a.txt"}) #call_1``.
 
     Arguments are shown as received (JSON text stays text), masked (``redact_arguments``) before they are cut to
-    ``MAX_CALL_LINE_CHARS``, so no fragment of a secret is printed; a name or id that is not short, encodable text
-    is echoed safely. Without a call id the line ends at the closing parenthesis.
+    ``limit`` (``MAX_CALL_LINE_CHARS``; a round's summary line allows ``MAX_SUMMARY_CHARS``), so no fragment of a
+    secret is printed; a name or id that is not short, encodable text is echoed safely. Without a call id the
+    line ends at the closing parenthesis.
     """
     from toolkit._ids import shown_call_id, shown_name
 
@@ -43,7 +45,7 @@ def call_line(name: Any, arguments: Any, call_id: Any = None, secret_fields: Ite
         text = json.dumps(shown, default=repr)   # keys in the order the model sent them
     except (TypeError, ValueError, RecursionError):  # an integer too long to print, a cycle
         text = f"<{type(shown).__name__}>"
-    line = f"{shown_name(name)}({shorten(text, MAX_CALL_LINE_CHARS)})"
+    line = f"{shown_name(name)}({shorten(text, limit)})"
     return line if call_id is None else f"{line} #{shown_call_id(call_id)}"
 
 
@@ -138,17 +140,31 @@ def redact(value: Any, secret_fields: Iterable[str] = (), _depth: int = 0) -> An
     return value
 
 
-def summarize(value: Any, secret_fields: Iterable[str] = (), limit: int = MAX_SUMMARY_CHARS) -> str:
-    """A short, redacted, one-line summary of arguments for a log line.
+def summarize(arguments: Any, secret_fields: Iterable[str] = (), limit: int = MAX_SUMMARY_CHARS) -> str:
+    """A redacted one-line summary of arguments as received, at most ``limit`` characters (records, audit rows).
 
-    Masked first, cut second: a secret that straddles the cut is already gone, so no fragment survives.
+    JSON text is parsed first so redaction can see the field names; text that does not parse is never copied
+    (only its length is kept), since a secret could hide anywhere in it. Masked first, cut second: a secret that
+    straddles the cut is already gone, so no fragment survives.
     """
-    redacted = redact(value, secret_fields)
+    from toolkit._schema import parse_arguments
+
+    if isinstance(arguments, (str, bytes, bytearray)):
+        parsed, _errors = parse_arguments(arguments)
+        if parsed is None:
+            return f"<unparsed arguments, {len(arguments)} chars>"
+        arguments = parsed
+    if not isinstance(arguments, dict):
+        return f"<{type(arguments).__name__} arguments>"
+    redacted = redact(arguments, secret_fields)
     try:
-        text = json.dumps(redacted, sort_keys=True, default=repr)
-    except TypeError:  # keys of mixed types cannot be sorted
-        text = json.dumps(redacted, default=repr)
-    return shorten(scrub(text, secret_values(value, secret_fields)), limit)
+        try:
+            text = json.dumps(redacted, sort_keys=True, default=repr)
+        except TypeError:  # keys of mixed types cannot be sorted
+            text = json.dumps(redacted, default=repr)
+    except (TypeError, ValueError, RecursionError):   # not JSON at all: not summarised
+        return f"<arguments that are not JSON, {len(arguments)} fields>"
+    return shorten(scrub(text, secret_values(arguments, secret_fields)), limit)
 
 
 #: Shapes of credentials worth masking even where no field name gave them away.
@@ -291,16 +307,3 @@ _QUOTED_FIELD = re.compile(r'"([^"\\]{1,64})"(\s*:\s*)("(?:[^"\\]|\\.)*"?|[^\s,}
 def _mask_field(match: re.Match) -> str:
     name, colon, _value = match.groups()
     return f'"{name}"{colon}"{REDACTED}"' if is_secret_name(name) else match.group(0)
-
-
-def redacted_text(value: Any, secret_fields: Iterable[str] = ()) -> str:
-    """``value`` as one line of JSON that is safe to show: secret fields redacted, secret values scrubbed.
-
-    Mask first, cut later: callers shorten this text, never the raw value.
-    """
-    fields = tuple(secret_fields)
-    try:
-        text = json.dumps(redact(value, fields), default=repr, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return scrub(text, secret_values(value, fields))

@@ -10,7 +10,7 @@
 ``evaluate`` below is those five lines, made iterative so a long episode cannot overflow the stack. A refusal
 is a normal transition, not a crash: it becomes an observation the policy reads on its next step. The ledger
 sees the arguments the host validated, so the key is the same whatever their spelling; the transcript masks
-secrets (``ToolCall.summary``).
+secrets (``toolkit._show.call_line``).
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from toolkit.kernel.contract import Contract, Retry
 from toolkit.kernel.host import Host, rejection
 from toolkit.kernel.legality import Verdict
 from toolkit._keys import call_arguments, carried_key
+from toolkit._show import call_line
 
 
 def evaluate(state: "State", policy: "Policy", host: Host, ledger: Any = None, max_steps: int = 50) -> "State":
@@ -51,12 +52,16 @@ class Observation:
     secret_fields: tuple[str, ...] = ()   # the contract's secret fields, masked in the transcript
 
     def __repr__(self) -> str:   # the call's arguments may hold secrets: show them as the transcript does
-        return f"Observation(kind={self.kind!r}, call={self.call.summary(self.secret_fields)!r}, result={self.result!r})"
+        return f"Observation(kind={self.kind!r}, call={self.shown_call()!r}, result={self.result!r})"
 
     def line(self) -> str:
         """One transcript line: what was proposed (arguments redacted) and what came of it."""
         detail = f" ({self.result.reason})" if self.result.reason else ""
-        return f"{self.kind:<8} {self.call.summary(self.secret_fields)} -> {self.result.status.value}{detail}"
+        return f"{self.kind:<8} {self.shown_call()} -> {self.result.status.value}{detail}"
+
+    def shown_call(self) -> str:
+        """The proposal as one printed call line, the contract's secret fields masked."""
+        return call_line(self.call.name, self.call.arguments, self.call.call_id, self.secret_fields)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from toolkit.kernel import Host, State, Status, ToolCall, ToolResult, invoke_with_ledger
+from toolkit._caps import MAX_SUMMARY_CHARS
 from toolkit._show import call_line
 from toolkit.live import ModelReply
 from toolkit.live import failure_line, is_transient
@@ -73,7 +74,7 @@ class LiveRound:
         out = [f"round {self.number}: {len(self.reply.items)} call(s), stop reason {self.reply.stop_reason}"]
         for item, result, vid, hidden in zip(self.reply.items, self.results, self.vendor_ids, self.secret_fields):
             status = result.status.value if result is not None else "not answered"
-            shown = call_line(item.name or "?", _parsed(item.arguments), None, hidden)
+            shown = call_line(item.name or "?", _parsed(item.arguments), None, hidden, MAX_SUMMARY_CHARS)
             out.append(f"  {vid if vid is not None else '-'} {shown} -> {verdict_of(result)} -> {status}")
         return out
 
