@@ -26,9 +26,15 @@ MAX_CALL_LINE_CHARS = 80
 MAX_SUMMARY_CHARS = 120
 #: The longest idempotency key accepted (keys are names, not payloads).
 MAX_KEY_LENGTH = 200
+#: The most secret values one streamed preview remembers; past it the preview shows no more text.
+MAX_SECRETS_REMEMBERED = 64
+#: The most pages of an MCP server's tools/list read (a server that pages forever is cut off there).
+MAX_PAGES = 100
+#: The most attempts an MCP server's host keeps in its log (the oldest are dropped first).
+LOG_KEEP = 1000
 #: What ends a text the host cut: the one cut marker.
 CUT_MARK = "..."
 
-__all__ = ["CUT_MARK", "MAX_ARGUMENT_BYTES", "MAX_CALL_ID_CHARS", "MAX_CALL_LINE_CHARS", "MAX_DEPTH",
+__all__ = ["CUT_MARK", "LOG_KEEP", "MAX_PAGES", "MAX_SECRETS_REMEMBERED", "MAX_ARGUMENT_BYTES", "MAX_CALL_ID_CHARS", "MAX_CALL_LINE_CHARS", "MAX_DEPTH",
            "MAX_ECHO_CHARS", "MAX_ERRORS_PER_CALL", "MAX_EVENT_BYTES", "MAX_KEY_LENGTH", "MAX_NAME_CHARS",
            "MAX_OPEN_CALLS", "MAX_SUMMARY_CHARS"]

@@ -114,25 +114,6 @@ class FailureClass(str, Enum):
     EXECUTION = "execution"
 
 
-#: What each failed status means (the chapter's failure-type table, first column).
-MEANING: dict[Status, str] = {
-    Status.RECOVERABLE_FAILURE: "a transient fault (a lock, a rate limit)",
-    Status.REJECTED: "permissions, the path or the state do not allow it",
-    Status.TIMEOUT: "the remote state is unknown",
-    Status.CANCELLED: "an outside signal stopped it",
-    Status.FAILED: "it ran and did not keep its promise",
-}
-
-#: Which part of the machine each failure class points at (reading failures through the contract).
-POINTS_AT: dict[FailureClass, str] = {
-    FailureClass.SCHEMA: "the model formed the wrong expression",
-    FailureClass.AUTHORIZATION: "the transition lies outside the caller's role",
-    FailureClass.PRECONDITION: "the state was not ready",
-    FailureClass.POSTCONDITION: "execution did not establish what the tool promised",
-    FailureClass.TIMEOUT: "the agent is unsure of the external state",
-    FailureClass.EXECUTION: "the tool or the service hit trouble while running",
-}
-
 #: What the host lets a model do next, by status (the chapter's failure-type table).
 NEXT_STEP: dict[Status, str] = {
     Status.SUCCEEDED: "continue with the evidence",
