@@ -22,6 +22,7 @@ from toolkit.kernel import ToolCall
 from toolkit.kernel import ToolError
 from toolkit.kernel import ToolResult
 from toolkit._schema import parse_arguments
+from toolkit._show import echo_value
 from toolkit.kernel import Refusal, is_cut
 from toolkit.wire import IdMap, id_problem
 from toolkit.wire.ids import id_key
@@ -71,15 +72,8 @@ def _calls_from(vendor: str, id_field: str, entries: list[tuple[Any, str | None,
 
 
 def _invalid(pointer: str, message: str, received: Any = None, hint: str = "") -> ToolError:
-    return ToolError("invalid_call", pointer, message, received=_summary_of(received), hint=hint, retryable=True)
-
-
-def _summary_of(value: Any, limit: int = 60) -> Any:
-    if isinstance(value, str) and len(value) > limit:
-        return value[: limit - 3] + "..."
-    if isinstance(value, (dict, list)):
-        return type(value).__name__
-    return value
+    shown = type(received).__name__ if isinstance(received, (dict, list)) else echo_value(received)   # no payload copied
+    return ToolError("invalid_call", pointer, message, received=shown, hint=hint, retryable=True)
 
 
 def _cut(vendor: str, reason: str) -> ToolError:
