@@ -1,16 +1,20 @@
 """Chapters 01 and 07: what the host may show of a value: short, encodable echoes, and secrets redacted.
 
-Every message, log line and transcript that repeats something a model sent goes through here: text is cut
-to a cap and made encodable (``echo_text``, ``echo_value``), and secrets never reach a log, a database or a
-model's feedback (``redact``, ``scrub``).
+Every message, log line and transcript that repeats something a model sent goes through here, one function
+per job, each cut to its cap in ``toolkit._caps`` and ending in the one cut marker (``CUT_MARK``):
 
-Redaction has two rules, applied field by field: a field the contract marks secret is
-redacted, and so is any field whose *name* looks secret (token, api_key,
-password, pin, ...). Values are replaced by ``REDACTED``; structure is kept so the
-rest of the record stays useful for troubleshooting. Free text that may repeat a
-secret (a tool's message, a summary) is scrubbed of every secret value the call
-carried, in each form text can spell it (as is, JSON-escaped, as ``repr``), and of
-anything shaped like a credential.
+    shorten(text)            any text, cut to a limit
+    echo_text / echo_value   what an error's message or ``received`` may repeat of a value
+    call_line(...)           the one printed line of a call: ``read_file({"path": "a.txt"}) #call_1``
+    summarize(arguments)     a record's or an audit row's one-line argument summary
+    redact_arguments(...)    a safe copy of arguments as received (same shape)
+    scrub / scrubbed_errors  free text and errors with every secret the call carried masked
+
+Redaction has two rules, applied field by field: a field the contract marks secret is redacted, and so is any
+field whose *name* looks secret (token, api_key, password, pin, ...). Values are replaced by ``REDACTED``;
+structure is kept so the rest of the record stays useful. Free text that may repeat a secret is scrubbed of
+every secret value the call carried, in each form text can spell it (as is, JSON-escaped, as ``repr``), and of
+anything shaped like a credential. Mask first, cut second: no fragment of a secret survives a cut.
 """
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ def legal(schema_ok: Any, auth_ok: Any, pre: Any) -> int:
     return _bit(schema_ok) * _bit(auth_ok) * _bit(pre)
 
 
-def check(call: ToolCall, contract: Contract | None, caller: "Caller" = None, world: Any = None,
+def check(call: ToolCall, contract: Contract | None, caller: "Caller | None" = None, world: Any = None,
           declared: Iterable[str] = ()) -> "Verdict":
     """Run schema_ok, auth_ok and Pre for one call and log all three; never raises on bad input.
 
