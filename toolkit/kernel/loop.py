@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Protocol
 
 from toolkit.kernel.call import FailureClass, Status, ToolCall, ToolError, ToolResult
 from toolkit.kernel.contract import Contract, Retry
-from toolkit.kernel.host import Host, rejection
+from toolkit.kernel.host import Host
 from toolkit.kernel.legality import Verdict
 from toolkit._keys import call_arguments, carried_key
 from toolkit._show import call_line
@@ -139,7 +139,3 @@ def invoke_with_ledger(host: Host, proposal: ToolCall, ledger: Any = None,
     answer = ledger.call(key, lambda _: host.execute(proposal, verdict), arguments,
                          tool=proposal.name, principal=host.caller.name, secret_fields=contract.secret_fields)
     return answer.to_result(proposal.call_id)   # replayed or refused, the result answers *this* call id
-
-
-__all__ = ["Observation", "State", "ScriptedPolicy", "contract_allows", "invoke_with_ledger", "evaluate",
-           "ledger_key", "rejection"]
