@@ -91,20 +91,5 @@ def unknown_tool_error(name: Any, declared: Iterable[str]) -> ToolError:
                      hint=f"did you mean {', '.join(near)}?" if near else "choose one of the declared tools")
 
 
-def request_problem(call: Any, contract: Any, declared: Iterable[str]) -> ToolError | None:
-    """Why ``call`` cannot even be tested (not a ``ToolCall``, an id that cannot pair its result, a tool no
-    contract declares), or ``None`` when its three tests may run."""
-    from toolkit.kernel.call import ToolCall
-
-    if not isinstance(call, ToolCall):
-        return not_a_call_error(call)
-    bad_id = call_id_error(call.call_id)
-    if bad_id is not None:
-        return bad_id
-    if contract is None or contract.name != call.name:
-        return unknown_tool_error(call.name, declared)
-    return None
-
-
-__all__ = ["call_id_error", "call_id_problem", "duplicate_call_id_error", "not_a_call_error", "request_problem", "shown_call_id",
+__all__ = ["call_id_error", "call_id_problem", "duplicate_call_id_error", "not_a_call_error", "shown_call_id",
            "shown_name", "unknown_tool_error"]

@@ -17,8 +17,8 @@ from typing import Any, Iterable
 from toolkit.kernel.call import FailureClass, ToolCall, ToolError
 from toolkit.kernel.contract import Contract
 from toolkit._conditions import condition_errors
-from toolkit._ids import request_problem
 from toolkit._schema import parse_arguments, schema_errors
+from toolkit._screen import request_problem
 from toolkit._show import scrubbed_errors
 
 
