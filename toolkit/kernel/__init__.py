@@ -17,8 +17,9 @@ Every name is imported here by name, so an editor's "go to definition" finds it.
 Hardening (caps, echoes, JSON and fingerprints, schemas and patterns, id rules) lives in the
 private modules beside the kernel (``toolkit/_*.py``), each reached through one function.
 """
-from toolkit.kernel.call import (CallIds, CODES, FailureClass, NEXT_STEP, request, Status, ToolCall, ToolError,
-                                 ToolFailure, ToolResult)
+from toolkit.kernel.call import (CallIds, FailureClass, NEXT_STEP, request, Status, ToolCall, ToolError, ToolFailure,
+                                 ToolResult)
+from toolkit._codes import CODES
 from toolkit._failures import MEANING, POINTS_AT
 from toolkit.kernel.contract import CheckResult, Condition, Contract, ContractError, Retry
 from toolkit.kernel.legality import (Caller, check, Layer, LAYER_OF, LAYERS, legal, legal_line, Outcome,
