@@ -137,8 +137,5 @@ class Contract:
 
 
 class _Missing(dict):
-    def __init__(self, arguments: Mapping[str, Any]):
-        super().__init__(arguments)
-
-    def __missing__(self, key: str) -> str:
+    def __missing__(self, key: str) -> str:   # a template field the arguments lack reads as "?"
         return "?"
