@@ -183,13 +183,14 @@ def place_sqlite_ledger(tmp: Path) -> str:
 
 
 def place_records() -> str:
-    from toolkit.effects import argument_summary, open_record
+    from toolkit._show import summarize
+    from toolkit.effects import open_record
 
     long_args = {"note": "n" * 110, "api_key": TOKEN, "password": PASSWORD}
     record = open_record(tk.request("send_report", GOOD, call_id="e1"), "agent", contract())
     record.move("approved")
-    return "\n".join([argument_summary(GOOD, ("password",)), argument_summary(long_args),
-                      argument_summary(json.dumps(GOOD)), as_text(record)] + [t.line() for t in record.transitions])
+    return "\n".join([summarize(GOOD, ("password",)), summarize(long_args),
+                      summarize(json.dumps(GOOD)), as_text(record)] + [t.line() for t in record.transitions])
 
 
 def place_audit(tmp: Path) -> str:

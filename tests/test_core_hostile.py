@@ -17,7 +17,7 @@ import toolkit as tk
 from toolkit._caps import MAX_CALL_ID_CHARS, MAX_ECHO_CHARS, MAX_ERRORS_PER_CALL, MAX_NAME_CHARS
 from toolkit._show import REDACTED, is_secret_name, scrub, summarize
 from toolkit.kernel import Condition, Contract, ToolFailure
-from toolkit.effects import argument_summary, open_record
+from toolkit.effects import open_record
 from course.worlds import CREATE_INVOICE, Books
 
 CANARY = "sk-CANARY-7f3a9c"
@@ -165,10 +165,10 @@ def test_a_call_summary_without_secrets_is_unchanged():
 
 def test_record_summary_is_masked_before_it_is_cut():
     # a credential in free text right at the cut: cutting first left "sk-CAN...", which no shape matches
-    shaped = argument_summary({"note": "a" * 100 + " " + CANARY})
+    shaped = summarize({"note": "a" * 100 + " " + CANARY})
     assert "sk-CAN" not in shaped and len(shaped) <= 120
     # a secret's value repeated in a plain field straddling the cut
-    repeated = argument_summary({"password": PASSWORD, "z_note": "x" * 70 + PASSWORD})
+    repeated = summarize({"password": PASSWORD, "z_note": "x" * 70 + PASSWORD})
     assert "hunter" not in repeated and len(repeated) <= 120
     assert "hunter" not in summarize({"password": PASSWORD, "z_note": "x" * 70 + PASSWORD})
     record = open_record(tk.ToolCall("partner", {"q": "y" * 90, "token": CANARY, "z": CANARY}, "c1"), "agent")

@@ -7,7 +7,8 @@ import toolkit as tk
 from toolkit.kernel import Contract
 from toolkit.kernel import Status
 from toolkit.effects import (FINAL, FROM_STATUS, TRANSITIONS, ExecutionRecord, IllegalTransition, RecordState, Tick,
-                             argument_summary, open_record)
+                             open_record)
+from toolkit._show import summarize
 
 CANARY = "sk-CANARY-123"
 
@@ -149,12 +150,12 @@ def test_summary_never_holds_a_secret(arguments):
 
 
 def test_summary_keeps_what_helps_troubleshooting():
-    summary = argument_summary({"path": "src/app.py", "command": "pytest -q", "password": "hunter2"})
+    summary = summarize({"path": "src/app.py", "command": "pytest -q", "password": "hunter2"})
     assert "src/app.py" in summary and "pytest -q" in summary and "hunter2" not in summary
 
 
 def test_long_summaries_are_cut():
-    assert len(argument_summary({"text": "a" * 1000})) == 120
+    assert len(summarize({"text": "a" * 1000})) == 120
 
 
 def test_the_chapter01_diagram_lists_only_moves_the_record_allows():

@@ -25,7 +25,19 @@ MAX_FILE_BYTES = 1_000_000
 #: The longest path rung 1 of the read_file ladder accepts (UTF-8 bytes), and the longest single name in it.
 MAX_PATH_BYTES = 1024
 MAX_NAME_BYTES = 255
+#: The most characters of arguments a printed call line shows (``name({...}) #call_id``).
+MAX_CALL_LINE_CHARS = 80
+#: The most characters of a record's one-line argument summary (execution records, audit rows, live rounds).
+MAX_SUMMARY_CHARS = 120
+#: The longest idempotency key accepted (keys are names, not payloads).
+MAX_KEY_LENGTH = 200
+#: The most secret values one streamed preview remembers; past it the preview shows no more text.
+MAX_SECRETS_REMEMBERED = 64
+#: The most pages of an MCP server's tools/list read (a server that pages forever is cut off there).
+MAX_PAGES = 100
+#: The most attempts an MCP server's host keeps in its log (the oldest are dropped first).
+LOG_KEEP = 1000
+#: What ends a text the host cut: the one cut marker.
+CUT_MARK = "..."
 
-__all__ = ["MAX_ARGUMENT_BYTES", "MAX_CALL_ID_CHARS", "MAX_DEPTH", "MAX_ECHO_CHARS", "MAX_ERRORS_PER_CALL",
-           "MAX_EVENT_BYTES", "MAX_FILE_BYTES", "MAX_NAME_BYTES", "MAX_NAME_CHARS", "MAX_OPEN_CALLS",
-           "MAX_PATH_BYTES"]
+__all__ = ["CUT_MARK", "LOG_KEEP", "MAX_ARGUMENT_BYTES", "MAX_CALL_ID_CHARS", "MAX_CALL_LINE_CHARS", "MAX_DEPTH", "MAX_ECHO_CHARS", "MAX_ERRORS_PER_CALL", "MAX_EVENT_BYTES", "MAX_FILE_BYTES", "MAX_KEY_LENGTH", "MAX_NAME_BYTES", "MAX_NAME_CHARS", "MAX_OPEN_CALLS", "MAX_PAGES", "MAX_PATH_BYTES", "MAX_SECRETS_REMEMBERED", "MAX_SUMMARY_CHARS"]

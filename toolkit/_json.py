@@ -24,13 +24,10 @@ import json
 import math
 from typing import Any
 
-from toolkit._caps import MAX_DEPTH
+from toolkit._caps import MAX_DEPTH, MAX_KEY_LENGTH
 from toolkit.kernel.call import ToolError
 from toolkit._schema import parse_arguments
 from toolkit._show import pointer_for
-
-#: The longest idempotency key accepted (keys are names, not payloads).
-MAX_KEY_LENGTH = 200
 
 
 def parsed_arguments(arguments: Any) -> Any:

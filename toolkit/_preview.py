@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from toolkit._caps import MAX_DEPTH
+from toolkit._caps import MAX_DEPTH, MAX_SECRETS_REMEMBERED
 from toolkit._show import REDACTED, is_secret_name, pointer_for, scrub, secret_values, spellings
 
 #: What the text of a preview shows instead of a secret-named field's value.
@@ -35,8 +35,6 @@ MASK = json.dumps(REDACTED)
 _TOKEN_RUN = re.compile(r"[A-Za-z0-9._~+/=\s-]*")
 #: The most characters of a preview's text left unsettled, waiting for a credential to finish arriving.
 _UNSETTLED = 4096
-#: The most secret values one preview remembers; past it the preview shows no more text (``STOPPED``).
-MAX_SECRETS_REMEMBERED = 64
 STOPPED = " [preview stopped: too many secret values to mask]"
 
 

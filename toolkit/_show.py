@@ -1,16 +1,20 @@
 """Chapters 01 and 07: what the host may show of a value: short, encodable echoes, and secrets redacted.
 
-Every message, log line and transcript that repeats something a model sent goes through here: text is cut
-to a cap and made encodable (``echo_text``, ``echo_value``), and secrets never reach a log, a database or a
-model's feedback (``redact``, ``scrub``).
+Every message, log line and transcript that repeats something a model sent goes through here, one function
+per job, each cut to its cap in ``toolkit._caps`` and ending in the one cut marker (``CUT_MARK``):
 
-Redaction has two rules, applied field by field: a field the contract marks secret is
-redacted, and so is any field whose *name* looks secret (token, api_key,
-password, pin, ...). Values are replaced by ``REDACTED``; structure is kept so the
-rest of the record stays useful for troubleshooting. Free text that may repeat a
-secret (a tool's message, a summary) is scrubbed of every secret value the call
-carried, in each form text can spell it (as is, JSON-escaped, as ``repr``), and of
-anything shaped like a credential.
+    shorten(text)            any text, cut to a limit
+    echo_text / echo_value   what an error's message or ``received`` may repeat of a value
+    call_line(...)           the one printed line of a call: ``read_file({"path": "a.txt"}) #call_1``
+    summarize(arguments)     a record's or an audit row's one-line argument summary
+    redact_arguments(...)    a safe copy of arguments as received (same shape)
+    scrub / scrubbed_errors  free text and errors with every secret the call carried masked
+
+Redaction has two rules, applied field by field: a field the contract marks secret is redacted, and so is any
+field whose *name* looks secret (token, api_key, password, pin, ...). Values are replaced by ``REDACTED``;
+structure is kept so the rest of the record stays useful. Free text that may repeat a secret is scrubbed of
+every secret value the call carried, in each form text can spell it (as is, JSON-escaped, as ``repr``), and of
+anything shaped like a credential. Mask first, cut second: no fragment of a secret survives a cut.
 """
 from __future__ import annotations
 
@@ -19,12 +23,34 @@ import math
 import re
 from typing import Any, Iterable, Mapping
 
-from toolkit._caps import MAX_ARGUMENT_BYTES, MAX_DEPTH, MAX_ECHO_CHARS
+from toolkit._caps import (CUT_MARK, MAX_ARGUMENT_BYTES, MAX_CALL_LINE_CHARS, MAX_DEPTH, MAX_ECHO_CHARS,
+                           MAX_SUMMARY_CHARS)
 from toolkit.kernel.call import ToolError
 
-def shorten(text: str, limit: int = 80, tail: str = "...") -> str:
+
+def shorten(text: str, limit: int = MAX_ECHO_CHARS, tail: str = CUT_MARK) -> str:
     """``text`` cut to at most ``limit`` characters, ending in ``tail`` when something was cut."""
     return text if len(text) <= limit else text[: limit - len(tail)] + tail
+
+
+def call_line(name: Any, arguments: Any, call_id: Any = None, secret_fields: Iterable[str] = (),
+              limit: int = MAX_CALL_LINE_CHARS) -> str:
+    """The one way a call is printed: ``read_file({"path": "a.txt"}) #call_1``.
+
+    Arguments are shown as received (JSON text stays text), masked (``redact_arguments``) before they are cut to
+    ``limit`` (``MAX_CALL_LINE_CHARS``; a round's summary line allows ``MAX_SUMMARY_CHARS``), so no fragment of a
+    secret is printed; a name or id that is not short, encodable text is echoed safely. Without a call id the
+    line ends at the closing parenthesis.
+    """
+    from toolkit._ids import shown_call_id, shown_name
+
+    shown = redact_arguments(arguments, secret_fields)
+    try:
+        text = json.dumps(shown, default=repr)   # keys in the order the model sent them
+    except (TypeError, ValueError, RecursionError):  # an integer too long to print, a cycle
+        text = f"<{type(shown).__name__}>"
+    line = f"{shown_name(name)}({shorten(text, limit)})"
+    return line if call_id is None else f"{line} #{shown_call_id(call_id)}"
 
 
 def pointer_for(path: tuple | list) -> str:
@@ -118,18 +144,31 @@ def redact(value: Any, secret_fields: Iterable[str] = (), _depth: int = 0) -> An
     return value
 
 
-def summarize(value: Any, secret_fields: Iterable[str] = (), limit: int = 120) -> str:
-    """A short, redacted, one-line summary of arguments for a log line.
+def summarize(arguments: Any, secret_fields: Iterable[str] = (), limit: int = MAX_SUMMARY_CHARS) -> str:
+    """A redacted one-line summary of arguments as received, at most ``limit`` characters (records, audit rows).
 
-    Masked first, cut second: a secret that straddles the cut is already gone, so no fragment survives.
+    JSON text is parsed first so redaction can see the field names; text that does not parse is never copied
+    (only its length is kept), since a secret could hide anywhere in it. Masked first, cut second: a secret that
+    straddles the cut is already gone, so no fragment survives.
     """
-    redacted = redact(value, secret_fields)
+    from toolkit._schema import parse_arguments
+
+    if isinstance(arguments, (str, bytes, bytearray)):
+        parsed, _errors = parse_arguments(arguments)
+        if parsed is None:
+            return f"<unparsed arguments, {len(arguments)} chars>"
+        arguments = parsed
+    if not isinstance(arguments, dict):
+        return f"<{type(arguments).__name__} arguments>"
+    redacted = redact(arguments, secret_fields)
     try:
-        text = json.dumps(redacted, sort_keys=True, default=repr)
-    except TypeError:  # keys of mixed types cannot be sorted
-        text = json.dumps(redacted, default=repr)
-    text = scrub(text, secret_values(value, secret_fields))
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+        try:
+            text = json.dumps(redacted, sort_keys=True, default=repr)
+        except TypeError:  # keys of mixed types cannot be sorted
+            text = json.dumps(redacted, default=repr)
+    except (TypeError, ValueError, RecursionError):   # not JSON at all: not summarised
+        return f"<arguments that are not JSON, {len(arguments)} fields>"
+    return shorten(scrub(text, secret_values(arguments, secret_fields)), limit)
 
 
 #: Shapes of credentials worth masking even where no field name gave them away.
@@ -228,6 +267,15 @@ def scrub_error(error: ToolError, secrets: Iterable[str]) -> ToolError:
                      scrub_value(error.hint, values), error.retryable)
 
 
+def scrubbed_errors(errors: tuple[ToolError, ...], arguments: Any, secret_fields: Iterable[str]) -> tuple[ToolError, ...]:
+    """``errors`` with every secret ``arguments`` carry scrubbed out (what a condition or a schema echoes may
+    repeat one); the same tuple when there is nothing to scrub."""
+    if not errors:
+        return errors
+    secrets = secret_values(arguments, secret_fields) if arguments is not None else set()
+    return tuple(scrub_error(e, secrets) for e in errors)
+
+
 def redact_arguments(arguments: Any, secret_fields: Iterable[str] = ()) -> Any:
     """A copy of arguments *as received* that is safe to keep: same shape (a dict stays a dict, text stays text).
 
@@ -263,16 +311,3 @@ _QUOTED_FIELD = re.compile(r'"([^"\\]{1,64})"(\s*:\s*)("(?:[^"\\]|\\.)*"?|[^\s,}
 def _mask_field(match: re.Match) -> str:
     name, colon, _value = match.groups()
     return f'"{name}"{colon}"{REDACTED}"' if is_secret_name(name) else match.group(0)
-
-
-def redacted_text(value: Any, secret_fields: Iterable[str] = ()) -> str:
-    """``value`` as one line of JSON that is safe to show: secret fields redacted, secret values scrubbed.
-
-    Mask first, cut later: callers shorten this text, never the raw value.
-    """
-    fields = tuple(secret_fields)
-    try:
-        text = json.dumps(redact(value, fields), default=repr, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return scrub(text, secret_values(value, fields))

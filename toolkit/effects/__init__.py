@@ -11,7 +11,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "database": ("connect", "transaction"),
     "leases": ("claim_owner", "existing_answer", "lease_length", "lease_state", "LIVE", "settle_row", "storage_failure"),
     "metrics": ("CallRow", "measure", "MetricsReport", "Rate", "rows_from_attempts", "rows_from_audit"),
-    "records": ("argument_summary", "ExecutionRecord", "FINAL", "FROM_STATUS", "IllegalTransition", "open_record", "RecordState", "Tick", "Transition", "TRANSITIONS"),
+    "records": ("ExecutionRecord", "FINAL", "FROM_STATUS", "IllegalTransition", "open_record", "RecordState", "Tick", "Transition", "TRANSITIONS"),
     "retries": ("run_with_retries", "Try"),
     "sqlite_ledger": ("SqliteLedger",),
     "stored_results": ("decode_result", "encode_result"),

@@ -15,10 +15,11 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from toolkit.kernel import Status
 from toolkit._ids import shown_call_id, shown_name
+from toolkit._show import summarize
 
 
 class RecordState(str, Enum):
@@ -180,31 +181,9 @@ def open_record(call: Any, initiator: str, contract: Any = None, clock: Callable
     (and the audit row it becomes) stays small.
     """
     return ExecutionRecord(shown_call_id(call.call_id), initiator, shown_name(call.name),
-                           argument_summary(call.arguments, getattr(contract, "secret_fields", ())),
+                           summarize(call.arguments, getattr(contract, "secret_fields", ())),
                            clock or Tick(), listener)
 
 
-def argument_summary(arguments: Any, secret_fields: Iterable[str] = (), limit: int = 120) -> str:
-    """A redacted one-line summary of arguments as received, at most ``limit`` characters.
-
-    Arguments that arrive as JSON text are parsed first so that redaction can
-    see the field names; text that does not parse is never copied (only its
-    length is kept), because a secret could hide anywhere inside it. Secrets are
-    masked before the summary is cut, so no fragment of one survives the cut.
-    """
-    from toolkit._show import summarize
-    from toolkit._json import parsed_arguments
-
-    arguments = parsed_arguments(arguments)
-    if isinstance(arguments, (str, bytes, bytearray)):      # text that does not parse comes back as text
-        return f"<unparsed arguments, {len(arguments)} chars>"
-    if not isinstance(arguments, dict):
-        return f"<{type(arguments).__name__} arguments>"
-    try:
-        return summarize(arguments, secret_fields, limit)
-    except (TypeError, ValueError, RecursionError):   # e.g. keys of mixed types: not JSON, not summarised
-        return f"<arguments that are not JSON, {len(arguments)} fields>"
-
-
 __all__ = ["ExecutionRecord", "FINAL", "FROM_STATUS", "IllegalTransition", "RecordState", "TRANSITIONS", "Tick",
-           "Transition", "argument_summary", "open_record"]
+           "Transition", "open_record"]

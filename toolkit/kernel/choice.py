@@ -8,10 +8,19 @@ worth its cost and its risk. Illegal calls are never candidates.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:
     from toolkit.kernel.contract import Contract
+
+
+def choose(options: Iterable["Option"], lam_c: float = 1.0, lam_r: float = 1.0) -> "Choice":
+    """Pick the legal option with the highest governed score; ties go to the earlier option."""
+    options = list(options)
+    candidates = [o for o in options if o.legal == 1]
+    scores = {o.name: o.score(lam_c, lam_r) for o in candidates}
+    best = max(candidates, key=lambda o: scores[o.name], default=None)
+    return Choice(best, scores, tuple(o.name for o in options if o.legal != 1))
 
 
 def expected_value(confidence: float, payoff: float) -> float:
@@ -59,15 +68,6 @@ class Choice:
                 for name, score in self.scores.items()]
         rows += [f"{name:<{width}}  {'illegal':>6}  (never a candidate)" for name in self.excluded]
         return rows
-
-
-def choose(options: Sequence[Option] | Iterable[Option], lam_c: float = 1.0, lam_r: float = 1.0) -> Choice:
-    """Pick the legal option with the highest governed score; ties go to the earlier option."""
-    options = list(options)
-    candidates = [o for o in options if o.legal == 1]
-    scores = {o.name: o.score(lam_c, lam_r) for o in candidates}
-    best = max(candidates, key=lambda o: scores[o.name], default=None)
-    return Choice(best, scores, tuple(o.name for o in options if o.legal != 1))
 
 
 def flip_point(a: Option, b: Option, lam_c: float = 1.0) -> float | None:

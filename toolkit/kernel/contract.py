@@ -1,13 +1,15 @@
 """Chapter 02: a tool contract: the small written agreement a tool makes with its callers.
 
-Before a model may call a tool, the host writes down what the tool needs
-(argument schema, permissions, preconditions), what it promises
-(postconditions, evidence), what it costs, how much damage it can do, whether
-a retry is safe, and which resources it reads and writes. The runtime then
-enforces the writing: ``toolkit.kernel.legality.check`` reads a ``Contract``.
+    contract(f) = (schema, permissions, Pre, Post, cost, risk, retry, reads, writes)
+
+Before a model may call a tool, the host writes down what the tool needs (schema, permissions,
+preconditions), what it promises (postconditions, evidence), what it costs and risks, whether a retry is
+safe, and which resources it reads and writes. ``toolkit.kernel.legality.check`` enforces the writing. A
+contract is written out field by field, or read off a pydantic model or a typed function.
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
@@ -17,8 +19,7 @@ from toolkit.kernel.call import ToolError
 
 
 class ContractError(ValueError):
-    """A contract that cannot be enforced as written (a pattern no ECMA-262 engine compiles): raised when the
-    contract is declared, so the mistake is the author's to fix and never a surprise while a call is checked."""
+    """A contract that cannot be enforced as written (a pattern no ECMA-262 engine compiles), raised when declared."""
 
 
 class Retry(str, Enum):
@@ -29,18 +30,14 @@ class Retry(str, Enum):
     UNSAFE = "unsafe"                    # sending a message: a retry is a second act
 
 
-#: A check's verdict: True passes, False fails with the condition's own text,
-#: a ToolError fails with that error (for a more precise pointer or hint).
+#: A condition's answer: True passes, False fails with its own text, a ToolError fails with that error.
 CheckResult = bool | ToolError
 
 
 @dataclass(frozen=True)
 class Condition:
-    """A named test over a call.
-
-    Preconditions and guards are called as ``predicate(arguments, world)``;
-    postconditions as ``predicate(arguments, output, world)``.
-    """
+    """A named test over a call: ``predicate(arguments, world)`` (guards, preconditions) or
+    ``predicate(arguments, output, world)`` (postconditions)."""
 
     name: str
     description: str
@@ -58,11 +55,9 @@ class Condition:
 class Contract:
     """Everything the host knows about one tool before it runs.
 
-    ``schema`` is a JSON Schema (2020-12) object schema for the arguments.
-    ``permissions`` are scopes the caller must hold (checked with ``guards``
-    in the permission layer); ``preconditions`` and ``needs_approval`` form the
-    business layer. ``reads``/``writes`` are resource templates such as
-    ``"file:{path}"``, filled from the arguments to schedule parallel calls.
+    ``schema`` is a JSON Schema (2020-12) object schema; ``permissions`` and ``guards`` form the permission
+    layer, ``preconditions`` and ``needs_approval`` the business layer; ``reads``/``writes`` are resource
+    templates such as ``"file:{path}"``, filled from the arguments to schedule parallel calls.
     """
 
     name: str
@@ -112,40 +107,35 @@ class Contract:
 
     def card(self) -> str:
         """The contract written out as a short card, in the chapter's layout."""
-        requires = [f"caller has {p}" for p in self.permissions]
-        requires += [c.description for c in self.guards + self.preconditions]
-        if self.needs_approval:
-            requires.append("a person approved this call")
-        lines = [f"tool {self.name}({', '.join(self.parameters)})",
-                 f"  requires: {'; '.join(requires) or 'nothing'}",
-                 f"  ensures: {'; '.join(c.description for c in self.postconditions) or 'nothing'}",
-                 f"  retry: {_retry_text(self)}",
-                 f"  risk: {self.risk_category}",
-                 f"  evidence: {' and '.join(self.evidence) or 'none'}"]
-        return "\n".join(lines)
+        from toolkit._cards import contract_card
+
+        return contract_card(self)
 
     @classmethod
     def from_model(cls, model: type, **fields: Any) -> "Contract":
-        """Build a contract whose argument schema is a pydantic model's JSON Schema.
-
-        The runtime still validates with JSON Schema (strict), not with
-        pydantic's lax coercion, so ``"12"`` is refused where an integer is declared.
-        """
+        """Build a contract whose argument schema is a pydantic model's JSON Schema (validated strictly: ``"12"``
+        is refused where an integer is declared, unlike pydantic's lax coercion)."""
         schema = model.model_json_schema()
         schema.pop("title", None)
         fields.setdefault("description", (model.__doc__ or "").strip())
         return cls(name=fields.pop("name"), schema=schema, **fields)
 
+    @classmethod
+    def from_function(cls, function: Callable[..., Any], name: str | None = None, description: str | None = None,
+                      **fields: Any) -> "Contract":
+        """Build a contract whose argument schema is read off ``function``'s type hints: strict and closed,
+        required unless defaulted. A parameter the schema cannot describe is refused here, when it is declared."""
+        from toolkit._declare import function_schema
 
-def _retry_text(contract: Contract) -> str:
-    if contract.retry is Retry.SAFE_WITH_KEY:
-        return f"safe with same {contract.idempotency_field or 'idempotency key'}"
-    return contract.retry.value
+        schema = function_schema(function)
+        key = fields.get("idempotency_field", "")
+        if key and key not in schema["properties"]:
+            raise TypeError(f"{function.__name__}: idempotency_field {key!r} is not a parameter")
+        text = description if description is not None else inspect.getdoc(function) or ""
+        return cls(name=name or function.__name__, description=text.split("\n\n")[0].strip(), schema=schema,
+                   **fields)
 
 
 class _Missing(dict):
-    def __init__(self, arguments: Mapping[str, Any]):
-        super().__init__(arguments)
-
-    def __missing__(self, key: str) -> str:
+    def __missing__(self, key: str) -> str:   # a template field the arguments lack reads as "?"
         return "?"

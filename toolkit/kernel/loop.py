@@ -1,8 +1,5 @@
 """Chapter 03: the interpreter loop: the model proposes, the contract checker disposes.
 
-The chapter's five lines, made iterative so a long episode cannot overflow
-the stack::
-
     evaluate(state):
       proposal = policy(state)
       if not contract_allows(proposal):
@@ -10,29 +7,39 @@ the stack::
       result = invoke_with_ledger(proposal)
       return evaluate(state.with_observation(result))
 
-A refusal is a normal transition, not a crash: it becomes an observation the
-policy reads on its next step. The policy here is scripted and deterministic;
-no model and no network are involved.
-
-The ledger sees the arguments the host validated (parsed from JSON text when a
-vendor sent text), so the key and the fingerprint are the same whatever the
-spelling. The transcript shows arguments redacted: a secret field's value, or
-anything shaped like a credential, never reaches a printed line.
+``evaluate`` below is those five lines, made iterative so a long episode cannot overflow the stack. A refusal
+is a normal transition, not a crash: it becomes an observation the policy reads on its next step. The ledger
+sees the arguments the host validated, so the key is the same whatever their spelling; the transcript masks
+secrets (``toolkit._show.call_line``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Protocol
 
-from toolkit.kernel.call import ToolCall
+from toolkit.kernel.call import FailureClass, Status, ToolCall, ToolError, ToolResult
 from toolkit.kernel.contract import Contract, Retry
-from toolkit.kernel.call import ToolError
-from toolkit._show import shorten
-from toolkit.kernel.host import Host, rejection
-from toolkit._json import carried_key, parsed_arguments
+from toolkit.kernel.host import Host
 from toolkit.kernel.legality import Verdict
-from toolkit._show import redacted_text
-from toolkit.kernel.call import FailureClass, Status, ToolResult
+from toolkit._json import carried_key, parsed_arguments
+from toolkit._show import call_line
+
+
+def evaluate(state: "State", policy: "Policy", host: Host, ledger: Any = None, max_steps: int = 50) -> "State":
+    """Run the loop until the policy stops proposing (or ``max_steps`` is reached)."""
+    for _ in range(max_steps):
+        proposal = policy(state)
+        if proposal is None:
+            return State(state.task, state.observations, done=True)
+        verdict = contract_allows(host, proposal)
+        hidden = getattr(host.contract(proposal.name), "secret_fields", ())
+        if not verdict.legal:
+            refused = host.execute(proposal, verdict)  # logs the attempt; returns the rejection
+            state = state.with_observation("rejected", proposal, refused, hidden)
+            continue
+        state = state.with_observation("result", proposal, invoke_with_ledger(host, proposal, ledger, verdict),
+                                       hidden)
+    return state
 
 
 @dataclass(frozen=True)
@@ -45,19 +52,16 @@ class Observation:
     secret_fields: tuple[str, ...] = ()   # the contract's secret fields, masked in the transcript
 
     def __repr__(self) -> str:   # the call's arguments may hold secrets: show them as the transcript does
-        return (f"Observation(kind={self.kind!r}, call={shown_call(self.call, self.secret_fields)!r}, "
-                f"result={self.result!r})")
+        return f"Observation(kind={self.kind!r}, call={self.shown_call()!r}, result={self.result!r})"
 
     def line(self) -> str:
         """One transcript line: what was proposed (arguments redacted) and what came of it."""
         detail = f" ({self.result.reason})" if self.result.reason else ""
-        return f"{self.kind:<8} {shown_call(self.call, self.secret_fields)} -> {self.result.status.value}{detail}"
+        return f"{self.kind:<8} {self.shown_call()} -> {self.result.status.value}{detail}"
 
-
-def shown_call(call: ToolCall, secret_fields: Iterable[str] = ()) -> str:
-    """``name({...}) #call_id`` with the arguments redacted and scrubbed *before* they are cut to length."""
-    value = parsed_arguments(call.arguments)
-    return f"{call.name}({shorten(redacted_text(value, secret_fields), 80)}) #{call.call_id}"
+    def shown_call(self) -> str:
+        """The proposal as one printed call line, the contract's secret fields masked."""
+        return call_line(self.call.name, self.call.arguments, self.call.call_id, self.secret_fields)
 
 
 @dataclass(frozen=True)
@@ -86,11 +90,8 @@ class Policy(Protocol):
 
 
 class ScriptedPolicy:
-    """A stand-in for a model: replays fixed proposals, or asks a function given the state.
-
-    Each script entry is a ``ToolCall`` or a function ``state -> ToolCall | None``.
-    When the script runs out, the policy stops (returns None).
-    """
+    """A stand-in for a model: each entry is a ``ToolCall`` or a function ``state -> ToolCall | None``;
+    when the script runs out, the policy stops (returns None)."""
 
     def __init__(self, script: Iterable[ToolCall | Callable[[State], ToolCall | None]]):
         self.script = list(script)
@@ -110,11 +111,8 @@ def contract_allows(host: Host, proposal: ToolCall) -> Verdict:
 
 
 def ledger_key(proposal: ToolCall, contract: Contract | None, arguments: Any) -> str | ToolError:
-    """The ledger's name for this attempt: the key the call carries, else its call id.
-
-    A call with no key is keyed by its call id, so a retry without the original
-    key is, visibly, a new proposal. Two keys that disagree are an error.
-    """
+    """The ledger's name for this attempt: the key the call carries, else its call id (so a retry without
+    the original key is, visibly, a new proposal). Two keys that disagree are an error."""
     return carried_key(proposal, contract, arguments) or proposal.call_id
 
 
@@ -122,11 +120,9 @@ def invoke_with_ledger(host: Host, proposal: ToolCall, ledger: Any = None,
                        verdict: Verdict | None = None) -> ToolResult:
     """Run an allowed proposal; effects that are not plainly safe to repeat go through the ledger.
 
-    The call is checked first (unless ``verdict`` answers for it): a refused
-    call never reaches the ledger, and the ledger is given the validated,
-    parsed arguments, so JSON text and a dict name the same key and fingerprint.
-    The same key with different arguments is refused as a conflict, not replayed;
-    the same key with the same arguments replays the first result under this call's id.
+    A refused call never reaches the ledger; the ledger gets the validated, parsed arguments. The same key
+    with different arguments is refused as a conflict; with the same arguments it replays the first result
+    under this call's id.
     """
     contract = host.contract(proposal.name)
     if ledger is None or contract is None or contract.retry is Retry.SAFE:
@@ -143,25 +139,3 @@ def invoke_with_ledger(host: Host, proposal: ToolCall, ledger: Any = None,
     answer = ledger.call(key, lambda _: host.execute(proposal, verdict), arguments,
                          tool=proposal.name, principal=host.caller.name, secret_fields=contract.secret_fields)
     return answer.to_result(proposal.call_id)   # replayed or refused, the result answers *this* call id
-
-
-def evaluate(state: State, policy: Policy, host: Host, ledger: Any = None, max_steps: int = 50) -> State:
-    """Run the loop until the policy stops proposing (or ``max_steps`` is reached)."""
-    for _ in range(max_steps):
-        proposal = policy(state)
-        if proposal is None:
-            return State(state.task, state.observations, done=True)
-        verdict = contract_allows(host, proposal)
-        contract = host.contract(proposal.name)
-        hidden = contract.secret_fields if contract is not None else ()
-        if not verdict.legal:
-            refused = host.execute(proposal, verdict)  # logs the attempt; returns the rejection
-            state = state.with_observation("rejected", proposal, refused, hidden)
-            continue
-        state = state.with_observation("result", proposal, invoke_with_ledger(host, proposal, ledger, verdict),
-                                       hidden)
-    return state
-
-
-__all__ = ["Observation", "State", "ScriptedPolicy", "contract_allows", "invoke_with_ledger", "evaluate",
-           "ledger_key", "rejection", "shown_call"]

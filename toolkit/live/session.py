@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from toolkit.kernel import Host, State, Status, ToolCall, ToolResult, invoke_with_ledger
-from toolkit._show import redacted_text, shorten
+from toolkit._caps import MAX_SUMMARY_CHARS
+from toolkit._show import call_line
 from toolkit.live import ModelReply
 from toolkit.live import failure_line, is_transient
 from toolkit.kernel import Refusal
@@ -49,16 +50,12 @@ def sdk_failure(exc: BaseException) -> bool:
     return type(exc).__module__.split(".")[0] in _SDK_MODULES
 
 
-def call_line(item: ToolCall | Refusal, vendor_id: Any, secret_fields: tuple[str, ...] = ()) -> str:
-    """``id name(arguments)`` with the arguments redacted, then cut to length."""
-    value = item.arguments
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            pass
-    text = redacted_text(value, secret_fields)
-    return f"{vendor_id if vendor_id is not None else '-'} {item.name or '?'}({shorten(text, 120)})"
+def _parsed(arguments: Any) -> Any:
+    """Arguments a vendor sent as JSON text, parsed for the round's line (left as they are when they do not parse)."""
+    try:
+        return json.loads(arguments) if isinstance(arguments, str) else arguments
+    except (ValueError, RecursionError):
+        return arguments
 
 
 def verdict_of(result: ToolResult | None) -> str:
@@ -86,7 +83,8 @@ class LiveRound:
         out = [f"round {self.number}: {len(self.reply.items)} call(s), stop reason {self.reply.stop_reason}"]
         for item, result, vid, hidden in zip(self.reply.items, self.results, self.vendor_ids, self.secret_fields):
             status = result.status.value if result is not None else "not answered"
-            out.append(f"  {call_line(item, vid, hidden)} -> {verdict_of(result)} -> {status}")
+            shown = call_line(item.name or "?", _parsed(item.arguments), None, hidden, MAX_SUMMARY_CHARS)
+            out.append(f"  {vid if vid is not None else '-'} {shown} -> {verdict_of(result)} -> {status}")
         return out
 
 
@@ -211,5 +209,5 @@ class ModelPolicy:
         return self._queue.pop(0) if self._queue else self(state)
 
 
-__all__ = ["LiveRound", "LiveRun", "LiveRunError", "ModelPolicy", "ask_with_budget", "call_line",
+__all__ = ["LiveRound", "LiveRun", "LiveRunError", "ModelPolicy", "ask_with_budget",
            "run_task", "sdk_failure", "verdict_of"]

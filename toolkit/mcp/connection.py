@@ -26,11 +26,11 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Callable, Sequence
 
+from toolkit._caps import MAX_PAGES
+
 #: Seconds to wait for the server to start and answer initialize, and for one call.
 START_SECONDS = 20.0
 CALL_SECONDS = 30.0
-#: At most this many pages of tools/list are read (a server that pages forever is cut off there).
-MAX_PAGES = 100
 
 
 class McpConnection:

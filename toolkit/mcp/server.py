@@ -27,14 +27,13 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
-from toolkit.kernel import Caller, Host, Status, Tool, ToolCall, ToolResult
+from toolkit._caps import LOG_KEEP
+from toolkit.kernel import Caller, Host, Retry, Status, Tool, ToolCall, ToolResult
 from toolkit.wire import mcp_annotations
 
 #: The file tools the files part offers, by name: ``--tools`` chooses among them (read_file by default).
 CATALOG = ("read_file", "edit_file", "inspect_exports")
 SERVER_NAME = "toolcontract-course"
-#: A long-running server keeps only this many attempts in its host's log (the log is for reading, not a record).
-LOG_KEEP = 1000
 
 
 def catalog_tools(workspace: Path | str, names: Iterable[str] = ("read_file",)) -> list[Tool]:

@@ -24,6 +24,7 @@ from toolkit.kernel import ToolResult
 from toolkit._schema import parse_arguments
 from toolkit._ids import duplicate_call_id_error, id_key
 from toolkit._json import parsed_arguments
+from toolkit._show import echo_value
 from toolkit.kernel import Refusal, is_cut
 from toolkit.wire import IdMap, id_problem
 
@@ -70,15 +71,8 @@ def _calls_from(vendor: str, id_field: str, entries: list[tuple[Any, str | None,
 
 
 def _invalid(pointer: str, message: str, received: Any = None, hint: str = "") -> ToolError:
-    return ToolError("invalid_call", pointer, message, received=_summary_of(received), hint=hint, retryable=True)
-
-
-def _summary_of(value: Any, limit: int = 60) -> Any:
-    if isinstance(value, str) and len(value) > limit:
-        return value[: limit - 3] + "..."
-    if isinstance(value, (dict, list)):
-        return type(value).__name__
-    return value
+    shown = type(received).__name__ if isinstance(received, (dict, list)) else echo_value(received)   # no payload copied
+    return ToolError("invalid_call", pointer, message, received=shown, hint=hint, retryable=True)
 
 
 def _cut(vendor: str, reason: str) -> ToolError:

@@ -1,0 +1,29 @@
+"""Chapter 02: running a contract's conditions so that a broken one refuses and never lets a call through.
+
+A condition is the tool author's code: it may raise, return ``None``, or return a ``ToolError`` with a better
+pointer. ``condition_errors`` turns every answer but ``True`` into a structured error the model can read.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from toolkit.kernel.call import ToolError
+
+
+def condition_errors(conditions: Iterable[Any], code: str, arguments: Any, world: Any) -> list[ToolError]:
+    """One ``ToolError`` (with ``code``) for each condition that does not answer ``True`` for these arguments."""
+    errors: list[ToolError] = []
+    for condition in conditions:
+        try:
+            verdict = condition.predicate(arguments, world)
+        except Exception as exc:  # a buggy condition refuses; it never lets a call through
+            verdict = ToolError(code, "$", f"{condition.name} could not be checked ({type(exc).__name__})",
+                                expected=condition.description, received="error", retryable=False)
+        if isinstance(verdict, ToolError):
+            errors.append(verdict)
+        elif verdict is not True:
+            errors.append(condition.failure(code))
+    return errors
+
+
+__all__ = ["condition_errors"]

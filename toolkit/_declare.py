@@ -1,0 +1,51 @@
+"""Chapter 02: a contract's argument schema read off a typed Python function (``Contract.from_function``).
+
+* every parameter is declared from its type hint (``str``, ``int``, ``float``, ``bool``, ``list[str]``,
+  ``Literal[...]``, ...); a parameter without a hint, ``*args``, ``**kwargs``, an object or a model is refused
+  when the contract is declared, never when a call arrives;
+* ``additionalProperties`` is false and every parameter is required unless it has a default.
+"""
+from __future__ import annotations
+
+import inspect
+import typing
+from typing import Any, Callable
+
+
+def parameter_schema(annotation: Any, where: str) -> dict[str, Any]:
+    """The JSON Schema for one annotated parameter (pydantic's, titles removed); refuses nested models."""
+    from pydantic import TypeAdapter
+
+    try:
+        schema = TypeAdapter(annotation).json_schema()
+    except Exception as exc:          # pydantic raises several kinds for types it cannot describe
+        raise TypeError(f"{where}: cannot describe {annotation!r} as JSON Schema ({type(exc).__name__})") from None
+    if "$defs" in schema or "$ref" in schema or schema.get("type") == "object":
+        raise TypeError(f"{where}: objects and nested models need a written Contract, not a decorator")
+    schema.pop("title", None)
+    return schema
+
+
+def function_schema(function: Callable[..., Any]) -> dict[str, Any]:
+    """A strict object schema for ``function``'s parameters (closed; required unless defaulted)."""
+    try:
+        hints = typing.get_type_hints(function)
+    except Exception as exc:          # a hint naming something the function's module cannot see
+        raise TypeError(f"{function.__name__}: cannot read its type hints ({type(exc).__name__})") from None
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, parameter in inspect.signature(function).parameters.items():
+        where = f"{function.__name__}({name})"
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD, parameter.POSITIONAL_ONLY):
+            raise TypeError(f"{where}: a tool takes named arguments only")
+        if name not in hints:
+            raise TypeError(f"{where}: every parameter needs a type hint")
+        properties[name] = parameter_schema(hints[name], where)
+        if parameter.default is parameter.empty:
+            required.append(name)
+        else:
+            properties[name]["default"] = parameter.default
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+__all__ = ["function_schema", "parameter_schema"]
