@@ -159,10 +159,12 @@ CHAPTERS: dict[str, Chapter] = {
     "05_ledger_and_duplicate_invoice": Chapter(
         summary="with a crash after the ledger records the key, an in-memory key gives two invoices and a "
                 "durable key one; an atomic ledger or a billing service that honours keys gives one",
-        # the chapter's last cells leave the panel on a crash after the ledger, with a durable key
-        first=("durable key: on | atomic ledger: off | billing honours keys: off | crash at after_ledger",
+        # the chapter's last cells leave the panel on a crash before the ledger, billing honouring keys
+        first=("durable key: on | atomic ledger: off | billing honours keys: on | crash at after_effect_before_ledger",
                "invoices for order-431: 1"),
         steps=(
+            check(HONOURS, False, "billing honours keys: off", "invoices for order-431: 2"),
+            select("crash", "after_ledger", "invoices for order-431: 1"),
             check(DURABLE, False, "durable key: off", "invoices for order-431: 2 (INV-9, INV-10)",
                   "died with the process", draws=('[data-crash]', '[data-final-invoice="INV-10"]')),
             check(DURABLE, True, "durable key: on", "local ledger replays INV-9", "invoices for order-431: 1",
