@@ -18,7 +18,7 @@ import pytest
 import toolkit as tk
 from toolkit.kernel import Jitter, RetryPolicy, plan
 from toolkit.live import LiveRunError, chat_for, endpoint_from, make_client, run_task
-from toolkit.live.session import MAX_RETRY_AFTER
+from toolkit._caps import MAX_RETRY_AFTER
 
 pytest.importorskip("openai")
 

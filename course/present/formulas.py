@@ -13,6 +13,8 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+from toolkit.kernel import LAYERS
+
 
 def _sp() -> Any:
     import sympy
@@ -37,10 +39,9 @@ def symbols() -> dict[str, Any]:
         "R": sp.Symbol("R"),
         "lam_c": sp.Symbol("lambda_c", nonnegative=True),
         "lam_r": sp.Symbol("lambda_r", nonnegative=True),
-        "schema_ok": sp.Symbol(r"\texttt{schema\_ok}", integer=True),
-        "auth_ok": sp.Symbol(r"\texttt{auth\_ok}", integer=True),
-        "Pre": sp.Symbol(r"\texttt{Pre}", integer=True),
     }
+    for layer in LAYERS:                  # the three tests, named as the layer map names them
+        names[layer.test] = sp.Symbol(r"\texttt{%s}" % layer.test.replace("_", r"\_"), integer=True)
     return names
 
 
@@ -122,7 +123,7 @@ def total_wait(d0: float = 1, beta: float = 2, count: int = 4) -> int | float | 
 def legal_expr(product: bool = False) -> Any:
     """The indicator ``1{schema_ok ∧ auth_ok ∧ Pre}``; ``product=True`` gives ``schema_ok·auth_ok·Pre``."""
     sp, s = _sp(), symbols()
-    a, b, c = s["schema_ok"], s["auth_ok"], s["Pre"]
+    a, b, c = (s[layer.test] for layer in LAYERS)
     if product:
         return sp.Mul(a, b, c, evaluate=False)
     condition = sp.And(sp.Eq(a, 1), sp.Eq(b, 1), sp.Eq(c, 1))
@@ -132,7 +133,7 @@ def legal_expr(product: bool = False) -> Any:
 def indicator_latex() -> str:
     r"""The chapter's notation, ``\mathbf{1}\{schema_ok ∧ auth_ok ∧ Pre\}``, from the same symbols."""
     s = symbols()
-    inner = r" \land ".join(latex(s[k]) for k in ("schema_ok", "auth_ok", "Pre"))
+    inner = r" \land ".join(latex(s[layer.test]) for layer in LAYERS)
     return r"\mathbf{1}\{" + inner + r"\}"
 
 

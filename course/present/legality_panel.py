@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from toolkit.kernel import PRE_QUESTIONS, Outcome, Test, Verdict
+from toolkit.kernel import LAYER_OF, PRE_QUESTIONS, Outcome, Test, Verdict
 from course.present.svg import (GREEN, GREY, INK, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED, drawn_html,
                                  svg_circle, svg_figure, svg_lines, svg_rect, svg_text)
 
@@ -27,13 +27,12 @@ def verdict_text(verdict: Verdict) -> str:
 #: How each test's light looks: its colour, the digit in it, and the word under it.
 LIGHTS = {Outcome.PASS: (GREEN, "1", "pass"), Outcome.FAIL: (RED, "0", "fail"),
           Outcome.NOT_EVALUABLE: (GREY, "–", "not evaluable")}
-TITLES = {"schema_ok": "well-formed", "auth_ok": "permitted", "Pre": "world ready"}
 
 
 def light_title(test: Test) -> str:
     """What a light asks: ``Pre`` says which of its two questions said no (world ready, intended), if any did."""
     said_no = [PRE_QUESTIONS[e.code] for e in test.errors if e.code in PRE_QUESTIONS] if test.name == "Pre" else []
-    return " & ".join(dict.fromkeys(said_no)) or TITLES.get(test.name, "")
+    return " & ".join(dict.fromkeys(said_no)) or (LAYER_OF[test.name].passed if test.name in LAYER_OF else "")
 
 
 def product_line(verdict: Verdict) -> str:

@@ -9,8 +9,9 @@ its own in a temporary folder, removed by ``close()`` (or a ``with`` block).
 """
 from __future__ import annotations
 
-from toolkit.kernel import READ_FILE_LAYERS
 import re
+
+from toolkit.kernel import READ_FILE_LAYERS, read_file_switch
 
 from course.present.svg import (FAINT, GREEN, GREY, INK, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED, drawn_html,
                                  svg_figure, svg_line, svg_lines, svg_rect, svg_text)
@@ -26,7 +27,6 @@ RUNGS = (("complete call", "did the call arrive whole?", None),
          ("executor rung 2", "real path: no link leading out", 2),
          ("executor rung 3", "open step by step, no link followed", 3),
          ("the file is read", "the request becomes an action", 4))
-SWITCH = {"schema_ok": "schema", "auth_ok": "path", "Pre": "business"}
 
 
 def _rung_states(current: Attempted) -> list[str]:
@@ -36,7 +36,7 @@ def _rung_states(current: Attempted) -> list[str]:
     states, stopped = ["passed"], False
     outcomes = {t.name: t.outcome.value for t in current.verdict.tests}
     for _, _, test in RUNGS[1:4]:
-        if SWITCH[test] not in current.layers:
+        if read_file_switch(test) not in current.layers:
             states.append("off")
         elif outcomes[test] == "fail" and not stopped:
             states.append("refused")

@@ -21,7 +21,11 @@ import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator
+
+from toolkit._paths import PathRefused
+from toolkit.kernel.read_file import check_realpath
 
 
 @dataclass(frozen=True)
@@ -102,12 +106,14 @@ def files_opened(events: list[Open]) -> list[str]:
 
 
 def opened_outside(events: list[Open], root: str | os.PathLike) -> list[str]:
-    """Every full path tried outside the folder ``root`` (links resolved, whole components compared), found or not."""
-    base = os.path.realpath(root)
+    """Every full path tried outside the folder ``root``, found or not: judged by rung 2 of the read_file ladder
+    (``check_realpath``: links resolved, whole components compared), the one containment rule."""
+    base = Path(os.path.realpath(root))
     outside = []
     for e in events:
         if os.path.isabs(e.path):
-            real = os.path.realpath(e.path)
-            if os.path.commonpath([base, real]) != base:
+            try:
+                check_realpath(base, e.path)
+            except PathRefused:
                 outside.append(e.path)
     return outside

@@ -83,21 +83,23 @@ class Test:
 
 @dataclass(frozen=True)
 class Layer:
-    """One validation layer: its test, its name, the class a refusal there gets, and the question it asks."""
+    """One validation layer: its test, its name, the class a refusal there gets, the question it asks, and what a
+    pass means in a word."""
 
     test: str
     name: str
     failure_class: FailureClass
     asks: str = ""
+    passed: str = ""
 
 
 #: The layer map, in the order the layers run. Every table that names a test's layer or failure class
 #: (host, audit, metrics, panels) reads it from here.
 LAYERS = (
-    Layer("schema_ok", "schema", FailureClass.SCHEMA, "are the arguments well-formed?"),
-    Layer("auth_ok", "permission", FailureClass.AUTHORIZATION, "may this caller do this, here?"),
+    Layer("schema_ok", "schema", FailureClass.SCHEMA, "are the arguments well-formed?", "well-formed"),
+    Layer("auth_ok", "permission", FailureClass.AUTHORIZATION, "may this caller do this, here?", "permitted"),
     Layer("Pre", "business", FailureClass.PRECONDITION,
-          "is the world ready (preconditions), and did a person mean this call (approval)?"),
+          "is the world ready (preconditions), and did a person mean this call (approval)?", "world ready"),
 )
 LAYER_OF: dict[str, Layer] = {layer.test: layer for layer in LAYERS}
 

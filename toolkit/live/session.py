@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from toolkit.kernel import Host, State, Status, ToolCall, ToolResult, invoke_with_ledger
-from toolkit._caps import MAX_SUMMARY_CHARS
+from toolkit._caps import MAX_RETRY_AFTER, MAX_SUMMARY_CHARS
 from toolkit._show import call_line
 from toolkit.live import ModelReply
 from toolkit.live import failure_line, is_transient
@@ -37,8 +37,6 @@ from toolkit.live import retry_after
 _SDK_MODULES = ("openai", "anthropic", "httpx2", "httpx", "httpcore")
 #: Asking the model acts on nothing (the host runs the tools), so the controller may grant the same request again.
 MODEL_REQUEST = Contract("model_request", "Ask the model for its next turn.", {"type": "object"}, retry=Retry.SAFE)
-#: The longest Retry-After the host will honour; an endpoint asking for more is an escalation, not a wait.
-MAX_RETRY_AFTER = 60.0
 
 
 class LiveRunError(Exception):

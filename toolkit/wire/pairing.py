@@ -10,7 +10,9 @@ result for one call (``duplicate_result``), a result whose id names no call
 * ``check_conversation`` applies it to a vendor conversation, round by round
   (both big vendors reject a conversation with an unanswered call);
 * ``naive_pairing`` is the broken reconciler the chapter warns about, kept so
-  its failure can be shown.
+  its failure can be shown;
+* ``verify`` applies it to one result as a round hands it back: a result whose
+  id is not its call's id becomes a ``call_id_mismatch`` failure, never passed on.
 """
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ from toolkit.kernel import ToolCall
 from toolkit.kernel import ToolError
 from toolkit.kernel import ToolResult
 from toolkit.wire import VENDORS
+from toolkit._caps import MAX_NAME_CHARS
+from toolkit._show import shorten
+from toolkit.kernel import FailureClass, Status
 
 
 def pairing_problems(asked: Sequence[Any], answered: Iterable[Any], where: str = "$.call_id") -> list[ToolError]:
@@ -147,3 +152,29 @@ def _mcp_rounds(messages: list) -> list[tuple[str, list, list]]:
     answered = [json.dumps(_get(m, "id")) for m in messages
                 if isinstance(m, Mapping) and "method" not in m and ("result" in m or "error" in m)]
     return [("$", asked, answered)]
+
+
+# ------------------------------------------------------------ one result as a round hands it back
+def verify(call: ToolCall, result: Any) -> ToolResult:
+    """Accept ``result`` only if it is a ``ToolResult`` for this very call; otherwise a structured failure."""
+    if not isinstance(result, ToolResult):
+        return round_failure(call, "execution_failed",
+                             f"the executor returned a {type(result).__name__}, not a ToolResult", type(result).__name__)
+    if result.call_id != call.call_id:
+        return round_failure(call, "call_id_mismatch",
+                        f"the executor returned a result for {result.call_id!r} as the answer to {call.call_id!r}",
+                        result.call_id, "results were crossed; check the execution record before trusting "
+                                        "or retrying either call")
+    return result
+
+
+def round_pointer(call: ToolCall) -> str:
+    """Where a round's own errors point: ``tool <name>``, the name cut to ``MAX_NAME_CHARS``."""
+    return f"tool {shorten(str(call.name), MAX_NAME_CHARS)}"
+
+
+def round_failure(call: ToolCall, code: str, message: str, received: Any = None, hint: str = "") -> ToolResult:
+    """A round's own failure for ``call`` (crossed results, a crashed or hung tool): status failed, not retryable."""
+    error = ToolError(code, round_pointer(call), message, expected=call.call_id if code == "call_id_mismatch" else None,
+                      received=received, hint=hint, retryable=False)
+    return ToolResult(call.call_id, Status.FAILED, failure_class=FailureClass.EXECUTION, reason=code, errors=(error,))

@@ -3,10 +3,9 @@
 ``run_plan`` executes a ``Plan`` (``toolkit.kernel.scheduler``) on worker
 threads (real concurrency), each call starting as soon as the calls it waits
 for are done. Results come back in call order, one per item, and each is
-checked against its request by ``verify``: a result whose ``call_id`` is not
-its call's id is replaced by a structured ``call_id_mismatch`` failure, never
-passed on (``toolkit.wire.pairing`` is the same check for results gathered any
-other way). ``run_round`` schedules and runs in one step.
+checked against its request by ``toolkit.wire.pairing.verify``: a result whose
+``call_id`` is not its call's id is replaced by a structured ``call_id_mismatch``
+failure, never passed on. ``run_round`` schedules and runs in one step.
 
 Hardening: a call gets at most ``timeout`` seconds (60 unless told). Past it,
 the call's result is ``timeout`` (its outcome is unknown: the tool may still
@@ -26,39 +25,14 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from toolkit._caps import MAX_NAME_CHARS
 from toolkit.kernel import ToolCall
-from toolkit._show import shorten
 from toolkit.kernel import ToolError
 from toolkit.kernel import NEXT_STEP, FailureClass, Status, ToolResult
 from toolkit.kernel import Contracts, Plan, schedule
+from toolkit.wire.pairing import round_failure, round_pointer, verify
 
 #: Something that runs one call and returns its result, e.g. ``host.execute``.
 Execute = Callable[[ToolCall], ToolResult]
-
-
-def verify(call: ToolCall, result: Any) -> ToolResult:
-    """Accept ``result`` only if it is a ``ToolResult`` for this very call; otherwise a structured failure."""
-    if not isinstance(result, ToolResult):
-        return _failure(call, "execution_failed", f"the executor returned a {type(result).__name__}, not a ToolResult",
-                        type(result).__name__)
-    if result.call_id != call.call_id:
-        return _failure(call, "call_id_mismatch",
-                        f"the executor returned a result for {result.call_id!r} as the answer to {call.call_id!r}",
-                        result.call_id, "results were crossed; check the execution record before trusting "
-                                        "or retrying either call")
-    return result
-
-
-def _tool(call: ToolCall) -> str:
-    """Where a round's own errors point: ``tool <name>``, the name cut to ``MAX_NAME_CHARS``."""
-    return f"tool {shorten(str(call.name), MAX_NAME_CHARS)}"
-
-
-def _failure(call: ToolCall, code: str, message: str, received: Any = None, hint: str = "") -> ToolResult:
-    error = ToolError(code, _tool(call), message, expected=call.call_id if code == "call_id_mismatch" else None,
-                      received=received, hint=hint, retryable=False)
-    return ToolResult(call.call_id, Status.FAILED, failure_class=FailureClass.EXECUTION, reason=code, errors=(error,))
 
 
 @dataclass(frozen=True)
@@ -117,19 +91,19 @@ def _attempt(call: ToolCall, execute: Execute, t0: float) -> tuple[ToolResult, T
     try:
         result = verify(call, execute(call))
     except BaseException as exc:  # one broken call must not sink the round (nor leave it waiting)
-        result = _failure(call, "execution_failed", f"the tool raised {type(exc).__name__}", type(exc).__name__)
+        result = round_failure(call, "execution_failed", f"the tool raised {type(exc).__name__}", type(exc).__name__)
     return result, Timing(call.call_id, start, time.perf_counter() - t0)
 
 
 def _cancelled(call: ToolCall, blocker: str, why: str = "failed") -> ToolResult:
-    error = ToolError("cancelled", _tool(call), f"not run: {blocker} {why} and this call waits for it",
+    error = ToolError("cancelled", round_pointer(call), f"not run: {blocker} {why} and this call waits for it",
                       expected=f"{blocker} to succeed", received=why, retryable=True)
     return ToolResult(call.call_id, Status.CANCELLED, failure_class=FailureClass.EXECUTION, reason="cancelled",
                       errors=(error,))
 
 
 def _timed_out(call: ToolCall, timeout: float) -> ToolResult:
-    error = ToolError("timeout", _tool(call), f"no result within {timeout:g} s; the call may still finish",
+    error = ToolError("timeout", round_pointer(call), f"no result within {timeout:g} s; the call may still finish",
                       expected=f"a result within {timeout:g} s", received="no result",
                       hint=NEXT_STEP[Status.TIMEOUT], retryable=False)
     return ToolResult(call.call_id, Status.TIMEOUT, failure_class=FailureClass.TIMEOUT, reason="timeout",
