@@ -211,3 +211,12 @@ def test_the_readme_example_runs(capsys):
     exec(compile(block, "README.md", "exec"), {})
     shown = capsys.readouterr().out
     assert "schema_ok fail" in shown and "'status': 'rejected'" in shown
+
+
+def test_the_library_is_the_kernel_its_private_hardening_and_the_parts_built_on_it():
+    """Beside the kernel and the parts, ``toolkit/`` holds only private modules: hardening, by underscore."""
+    loose = sorted(p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py" and not p.name.startswith("_"))
+    folders = sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").is_file())
+    assert loose == [] and set(folders) == {part for part in RANK if part not in ("_", "worlds", "present")}
+    inside_kernel = sorted(p.name for p in (PACKAGE / "kernel").glob("_*.py") if p.name != "__init__.py")
+    assert inside_kernel == [], "the kernel holds rules only; hardening goes beside it, in toolkit/_*.py"
