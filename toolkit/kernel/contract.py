@@ -2,14 +2,13 @@
 
     contract(f) = (schema, permissions, Pre, Post, cost, risk, retry, reads, writes)
 
-Before a model may call a tool, the host writes down what the tool needs (schema, permissions,
-preconditions), what it promises (postconditions, evidence), what it costs and risks, whether a retry is
-safe, and which resources it reads and writes. ``toolkit.kernel.legality.check`` enforces the writing. A
-contract is written out field by field, or read off a pydantic model or a typed function.
+What the tool needs (schema, permissions, preconditions), what it promises (postconditions, evidence), what it
+costs and risks, whether a retry is safe, and which resources it reads and writes, written down before a model
+may call it; ``toolkit.kernel.legality.check`` enforces the writing.
 """
 from __future__ import annotations
 
-import inspect
+from collections import defaultdict
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
@@ -53,12 +52,9 @@ class Condition:
 
 @dataclass(frozen=True)
 class Contract:
-    """Everything the host knows about one tool before it runs.
-
-    ``schema`` is a JSON Schema (2020-12) object schema; ``permissions`` and ``guards`` form the permission
-    layer, ``preconditions`` and ``needs_approval`` the business layer; ``reads``/``writes`` are resource
-    templates such as ``"file:{path}"``, filled from the arguments to schedule parallel calls.
-    """
+    """Everything the host knows about one tool before it runs. ``schema`` is a JSON Schema (2020-12) object;
+    ``permissions`` and ``guards`` form the permission layer, ``preconditions`` and ``needs_approval`` the business
+    layer; ``reads``/``writes`` are templates such as ``"file:{path}"``, filled from the arguments."""
 
     name: str
     description: str
@@ -100,10 +96,9 @@ class Contract:
         return list(self.schema.get("properties", {}))
 
     def resources(self, arguments: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
-        """The concrete resources this call reads and writes, e.g. ``{"file:a.txt"}``."""
-        def fill(templates: tuple[str, ...]) -> frozenset[str]:
-            return frozenset(t.format_map(_Missing(arguments)) for t in templates)
-        return fill(self.reads), fill(self.writes)
+        """The concrete resources this call reads and writes, e.g. ``{"file:a.txt"}`` (a missing field reads ``?``)."""
+        values = defaultdict(lambda: "?", arguments)
+        return frozenset(t.format_map(values) for t in self.reads), frozenset(t.format_map(values) for t in self.writes)
 
     def card(self) -> str:
         """The contract written out as a short card, in the chapter's layout."""
@@ -113,29 +108,18 @@ class Contract:
 
     @classmethod
     def from_model(cls, model: type, **fields: Any) -> "Contract":
-        """Build a contract whose argument schema is a pydantic model's JSON Schema (validated strictly: ``"12"``
-        is refused where an integer is declared, unlike pydantic's lax coercion)."""
-        schema = model.model_json_schema()
-        schema.pop("title", None)
+        """A contract whose schema is a pydantic model's JSON Schema, validated strictly (``"12"`` is no integer)."""
         fields.setdefault("description", (model.__doc__ or "").strip())
-        return cls(name=fields.pop("name"), schema=schema, **fields)
+        return cls(schema={k: v for k, v in model.model_json_schema().items() if k != "title"}, **fields)
 
     @classmethod
     def from_function(cls, function: Callable[..., Any], name: str | None = None, description: str | None = None,
                       **fields: Any) -> "Contract":
-        """Build a contract whose argument schema is read off ``function``'s type hints: strict and closed,
-        required unless defaulted. A parameter the schema cannot describe is refused here, when it is declared."""
-        from toolkit._declare import function_schema
+        """A contract whose schema is read off ``function``'s type hints (strict, closed, required unless
+        defaulted); what the schema cannot describe is refused here, when it is declared."""
+        from toolkit._declare import function_fields
 
-        schema = function_schema(function)
-        key = fields.get("idempotency_field", "")
-        if key and key not in schema["properties"]:
-            raise TypeError(f"{function.__name__}: idempotency_field {key!r} is not a parameter")
-        text = description if description is not None else inspect.getdoc(function) or ""
-        return cls(name=name or function.__name__, description=text.split("\n\n")[0].strip(), schema=schema,
-                   **fields)
-
-
+        return cls(**function_fields(function, name, description, fields))
 class _Missing(dict):
     def __missing__(self, key: str) -> str:   # a template field the arguments lack reads as "?"
         return "?"
