@@ -23,8 +23,10 @@ def condition_errors(conditions: Iterable[Any], code: str, *inputs: Any) -> list
                                 expected=condition.description, received="error", retryable=False)
         if isinstance(verdict, ToolError):
             errors.append(verdict)
-        elif verdict is not True:
-            errors.append(condition.failure(code))
+        elif verdict is not True:   # False, None, anything else: the condition's own text says what it needed
+            pointer = f"$.{condition.field}" if condition.field else "$"
+            errors.append(ToolError(code, pointer, f"{condition.name} not met (requires: {condition.description})",
+                                    expected=condition.description, received="not satisfied"))
     return errors
 
 

@@ -8,7 +8,6 @@ tells the model, by status and failure class, whether it is salvageable or hopel
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Iterable
@@ -27,35 +26,20 @@ class ToolCall:
 
     def __repr__(self) -> str:   # what a cell or a log shows: secret-looking fields masked
         from toolkit._show import redact_arguments
-
         return (f"ToolCall(name={self.name!r}, arguments={redact_arguments(self.arguments)!r}, "
                 f"call_id={self.call_id!r}, idempotency_key={self.idempotency_key!r})")
 
     def summary(self, secret_fields: Iterable[str] = ()) -> str:
         """The one printed line of a call, ``read_file({"path": "a.txt"}) #call_1``, secrets masked."""
         from toolkit._show import call_line
-
         return call_line(self.name, self.arguments, self.call_id, secret_fields)
 
 
-@dataclass
-class CallIds:
-    """Mints deterministic call ids (``call_1``, ``call_2``, ...) that every vendor's id rules accept."""
-
-    prefix: str = "call"
-    _counter: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False)
-
-    def mint(self) -> str:
-        return f"{self.prefix}_{next(self._counter)}"
-
-
-def request(name: str, arguments: Any, call_id: str | None = None, ids: CallIds | None = None,
+def request(name: str, arguments: Any, call_id: str | None = None, ids: Any = None,
             idempotency_key: str | None = None) -> ToolCall:
-    """Build a ``ToolCall``, minting a call id when the model gave none."""
-    return ToolCall(name, arguments, call_id or (ids or _DEFAULT_IDS).mint(), idempotency_key)
-
-
-_DEFAULT_IDS = CallIds()
+    """Build a ``ToolCall``, minting a call id when the model gave none (``call_1``, ...: ``ids``, a ``CallIds``)."""
+    from toolkit._ids import mint_call_id
+    return ToolCall(name, arguments, call_id or mint_call_id(ids), idempotency_key)
 
 
 @dataclass(frozen=True)

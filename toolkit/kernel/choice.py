@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from toolkit._printed import choice_lines
+
 
 def choose(options: Iterable["Option"], lam_c: float = 1.0, lam_r: float = 1.0) -> "Choice":
     """Pick the legal option with the highest governed score; ties go to the earlier option."""
@@ -60,6 +62,4 @@ class Choice:
 
     def lines(self) -> list[str]:
         """One row per option: its score, ``<- chosen`` by the best; illegal options listed, unscored."""
-        from toolkit._printed import choice_lines
-
         return choice_lines(self)

@@ -29,25 +29,15 @@ class Retry(str, Enum):
     UNSAFE = "unsafe"                    # sending a message: a retry is a second act
 
 
-#: A condition's answer: True passes, False fails with its own text, a ToolError fails with that error.
-CheckResult = bool | ToolError
-
-
 @dataclass(frozen=True)
 class Condition:
-    """A named test over a call: ``predicate(arguments, world)`` (guards, preconditions) or
-    ``predicate(arguments, output, world)`` (postconditions)."""
+    """A named test over a call, ``predicate(arguments, world)`` (guards, preconditions) or ``predicate(arguments,
+    output, world)`` (postconditions): True passes; False fails with its own text, a ToolError with that error."""
 
     name: str
     description: str
-    predicate: Callable[..., CheckResult]
+    predicate: Callable[..., bool | ToolError]
     field: str = ""   # the argument the condition is about, so a failure points at it
-
-    def failure(self, code: str, hint: str = "") -> ToolError:
-        """The structured error this condition produces when its predicate says False."""
-        pointer = f"$.{self.field}" if self.field else "$"
-        return ToolError(code, pointer, f"{self.name} not met (requires: {self.description})",
-                         expected=self.description, received="not satisfied", hint=hint)
 
 
 @dataclass(frozen=True)
@@ -76,18 +66,15 @@ class Contract:
     idempotency_field: str = ""   # the argument that carries the idempotency key, if any
     extras: Mapping[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:   # a schema no ECMA-262 engine can enforce is refused when declared
         from toolkit._patterns import pattern_problems
-
-        problems = pattern_problems(self.schema)
-        if problems:
+        if problems := pattern_problems(self.schema):
             raise ContractError(f"contract {self.name!r}: " + "; ".join(problems))
 
     @cached_property
     def validator(self) -> Any:
         """The compiled schema validator, built once per contract."""
         from toolkit._schema import compile_schema
-
         return compile_schema(self.schema)
 
     @property
@@ -103,7 +90,6 @@ class Contract:
     def card(self) -> str:
         """The contract written out as a short card, in the chapter's layout."""
         from toolkit._cards import contract_card
-
         return contract_card(self)
 
     @classmethod
@@ -118,8 +104,4 @@ class Contract:
         """A contract whose schema is read off ``function``'s type hints (strict, closed, required unless
         defaulted); what the schema cannot describe is refused here, when it is declared."""
         from toolkit._declare import function_fields
-
         return cls(**function_fields(function, name, description, fields))
-class _Missing(dict):
-    def __missing__(self, key: str) -> str:   # a template field the arguments lack reads as "?"
-        return "?"

@@ -15,21 +15,17 @@ from toolkit.kernel.contract import Contract
 from toolkit.kernel.legality import LAYER_OF, Caller, Outcome, Verdict, check, refused
 from toolkit._caps import MAX_ERRORS_PER_CALL
 from toolkit._conditions import condition_errors
-from toolkit._ids import not_a_call_error, refusal_result, round_refusals, shown_call_id
+from toolkit._ids import not_a_call, refusal_result, round_refusals, shown_call_id
 from toolkit._logcopy import log_copy
 from toolkit._raised import raised_result
 from toolkit._show import scrubbed_errors
-
-#: An implementation receives validated arguments and the host's world.
-Implementation = Callable[[dict, Any], Any]
-
 
 @dataclass(frozen=True)
 class Tool:
     """A contract and the code that carries it out."""
 
     contract: Contract
-    run: Implementation
+    run: Callable[[dict, Any], Any]   # receives the validated arguments and the host's world
 
     @property
     def name(self) -> str:
@@ -52,12 +48,6 @@ def rejection(verdict: Verdict) -> ToolResult:
     return ToolResult(shown_call_id(getattr(verdict.call, "call_id", None)), Status.REJECTED,
                       failure_class=LAYER_OF[first.name].failure_class,
                       reason=errors[0].code if errors else "rejected", errors=errors)
-
-
-def not_a_call(obj: Any) -> ToolResult:
-    """The result for something handed to the host that is not a ``ToolCall`` (a ``Preview``, a dict...)."""
-    return ToolResult(shown_call_id(getattr(obj, "call_id", None)), Status.REJECTED,
-                      failure_class=FailureClass.SCHEMA, reason="not_a_call", errors=(not_a_call_error(obj),))
 
 
 @dataclass

@@ -16,6 +16,7 @@ from typing import Any, Iterable
 from toolkit.kernel.call import FailureClass, ToolCall, ToolError
 from toolkit.kernel.contract import Contract
 from toolkit._conditions import condition_errors
+from toolkit._printed import legality_lines
 from toolkit._schema import parse_arguments, schema_errors
 from toolkit._screen import request_problem
 from toolkit._show import scrubbed_errors
@@ -50,10 +51,6 @@ class Outcome(str, Enum):
     FAIL = "fail"
     NOT_EVALUABLE = "not evaluable"
 
-    @property
-    def bit(self) -> int:
-        return 1 if self is Outcome.PASS else 0
-
 
 @dataclass(frozen=True, slots=True)
 class Test:
@@ -74,8 +71,7 @@ class Layer:
     asks: str = ""
 
 
-#: The layer map, in the order the layers run. Every table that names a test's layer or failure class
-#: (host, audit, metrics, panels) reads it from here.
+#: The layer map, in the order the layers run: every table naming a test's layer or failure class reads it.
 LAYERS = (
     Layer("schema_ok", "schema", FailureClass.SCHEMA, "are the arguments well-formed?"),
     Layer("auth_ok", "permission", FailureClass.AUTHORIZATION, "may this caller do this, here?"),
@@ -103,9 +99,9 @@ class Caller:
         return Caller(self.name, self.scopes, self.approved | set(call_ids))
 
 
-def _bit(value: Any) -> int:
+def _bit(value: Any) -> int:   # only a pass counts: a Test or Outcome that passed, True, or 1
     value = value.outcome if isinstance(value, Test) else value
-    return value.bit if isinstance(value, Outcome) else 1 if value is True or value == 1 else 0
+    return 1 if value is Outcome.PASS or value is True or value == 1 else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,9 +135,7 @@ class Verdict:
 
     def lines(self) -> list[str]:
         """One line per test (``schema_ok fail $.path: ...``), then the product (``legal = 0 x – x – = 0``)."""
-        from toolkit._printed import verdict_lines
-
-        return verdict_lines(self)
+        return legality_lines(self)
 
     def __str__(self) -> str:
         return "\n".join(self.lines())

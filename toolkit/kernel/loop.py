@@ -13,7 +13,7 @@ normal transition, not a crash: it becomes an observation the policy reads on it
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from toolkit.kernel.call import FailureClass, Status, ToolCall, ToolError, ToolResult
 from toolkit.kernel.contract import Contract, Retry
@@ -82,19 +82,6 @@ class State:
 Policy = Callable[[State], "ToolCall | None"]
 
 
-class ScriptedPolicy:
-    """A stand-in for a model: a script of ``ToolCall``s or functions ``state -> ToolCall | None``; then None."""
-
-    def __init__(self, script: Iterable[ToolCall | Callable[[State], ToolCall | None]]):
-        self.script = list(script)
-        self.position = 0
-
-    def __call__(self, state: State) -> ToolCall | None:
-        step = self.script[self.position] if self.position < len(self.script) else None
-        self.position += step is not None
-        return step(state) if callable(step) else step
-
-
 def contract_allows(host: Host, proposal: ToolCall) -> Verdict:
     """The contract checker: all three tests for the proposal (``.legal`` is 1 when it may run)."""
     return host.check(proposal)
@@ -111,12 +98,9 @@ def invoke_with_ledger(host: Host, proposal: ToolCall, ledger: Any = None,
     """Run an allowed proposal; an effect not plainly safe to repeat goes through the ledger, which sees the
     validated arguments: the same key replays the first result, with other arguments it is a conflict."""
     contract = host.contract(proposal.name)
-    if ledger is None or contract is None or contract.retry is Retry.SAFE:
-        return host.execute(proposal, verdict)
-    if verdict is None or verdict.call != proposal:
-        verdict = host.check(proposal)
-    if not verdict.legal:
-        return host.execute(proposal, verdict)      # logs the attempt; returns the rejection
+    verdict = verdict if verdict is not None and verdict.call == proposal else host.check(proposal)
+    if ledger is None or contract is None or contract.retry is Retry.SAFE or not verdict.legal:
+        return host.execute(proposal, verdict)      # a refusal is logged and returned: it never reaches the ledger
     arguments = verdict.arguments if verdict.arguments is not None else parsed_arguments(proposal.arguments)
     key = ledger_key(proposal, contract, arguments)
     if isinstance(key, ToolError):
