@@ -2,9 +2,8 @@
 
     contract(f) = (schema, permissions, Pre, Post, cost, risk, retry, reads, writes)
 
-What the tool needs (schema, permissions, preconditions), what it promises (postconditions, evidence), what it
-costs and risks, whether a retry is safe, and which resources it reads and writes, written down before a model
-may call it; ``toolkit.kernel.legality.check`` enforces the writing.
+Written before a model may call the tool: what it needs and promises, what it costs and risks, whether a retry
+is safe, which resources it reads and writes. ``toolkit.kernel.legality.check`` enforces the writing.
 """
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from toolkit._logcopy import log_copy
 from toolkit._raised import raised_result
 from toolkit._show import scrubbed_errors
 
+
 @dataclass(frozen=True)
 class Tool:
     """A contract and the code that carries it out."""
@@ -88,8 +89,7 @@ class Host:
         return result
 
     def run_round(self, calls: Iterable[ToolCall]) -> list[ToolResult]:
-        """One result per call, in call order. A call whose id another call of the round also sends is refused,
-        not run (``toolkit._ids.round_refusals``): results are paired by id."""
+        """One result per call, in call order; calls sharing an id are refused, not run (``_ids.round_refusals``)."""
         calls = list(calls)
         answer, refusals = round_refusals(calls)
         results = []

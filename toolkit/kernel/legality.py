@@ -2,10 +2,9 @@
 
     legal(u) = 1{ schema_ok(x) ∧ auth_ok(f) ∧ Pre_f(x) }
 
-``check`` runs all three tests on every attempt, in layer order (schema, permission/path, business/approval), and
-logs each as pass, fail or not evaluable, so a blocked call names *every* test that stopped it. A test over
-arguments that failed the schema is not evaluable, never guessed (printed ``–``). ``Pre`` asks two questions: is
-the world *ready* (preconditions), and did a person *intend* this call (approval, when the contract asks)?
+``check`` runs all three tests on every attempt, in layer order, and logs each as pass, fail or not evaluable (a
+test over arguments the schema refused is never guessed: ``–``), so a blocked call names *every* test that stopped
+it. ``Pre`` asks two questions: is the world *ready* (preconditions), did a person *intend* this call (approval)?
 """
 from __future__ import annotations
 
