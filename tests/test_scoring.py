@@ -1,6 +1,6 @@
 """The governed score and the choice among legal calls, with the chapter's numbers."""
 import toolkit as tk
-from toolkit.kernel import flip_point
+from course.present.plots import flip_point
 
 
 def test_governed_score_worked_number():

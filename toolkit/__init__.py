@@ -25,12 +25,13 @@ Importing ``toolkit`` is light: the kernel and the durable ledger, nothing that 
 
 from types import ModuleType as _ModuleType
 
-from toolkit.kernel.call import (CallIds, FailureClass, Status, ToolCall, ToolError, ToolFailure, ToolResult,
-                                 request)
+from toolkit.kernel.call import FailureClass, Status, ToolCall, ToolError, ToolFailure, ToolResult, request
+from toolkit._ids import CallIds
 from toolkit.kernel.contract import Condition, Contract, Retry
 from toolkit.kernel.legality import LAYERS, Caller, Outcome, Test, Verdict, check, legal
 from toolkit.kernel.host import Attempt, Host, Tool, rejection
-from toolkit.kernel.loop import ScriptedPolicy, State, contract_allows, evaluate, invoke_with_ledger
+from toolkit.kernel.loop import State, contract_allows, evaluate, invoke_with_ledger
+from toolkit._scripted import ScriptedPolicy
 from toolkit.kernel.choice import Choice, Option, choose, expected_value, governed_score
 from toolkit.kernel.read_file import confine, make_read_file, read_confined
 from toolkit.kernel.ledger import Answer, Ledger, LedgerStatus, MemoryLedger, invoke

@@ -1,7 +1,9 @@
 """Chapter 02: running a contract's conditions so that a broken one refuses and never lets a call through.
 
 A condition is the tool author's code: it may raise, return ``None``, or return a ``ToolError`` with a better
-pointer. ``condition_errors`` turns every answer but ``True`` into a structured error the model can read.
+pointer. ``condition_errors`` turns every answer but ``True`` into a structured error the model can read. Guards
+and preconditions are asked ``(arguments, world)`` before a call runs; postconditions ``(arguments, output,
+world)`` after it ran (the host's ``postcondition_failed``).
 """
 from __future__ import annotations
 
@@ -10,19 +12,21 @@ from typing import Any, Iterable
 from toolkit.kernel.call import ToolError
 
 
-def condition_errors(conditions: Iterable[Any], code: str, arguments: Any, world: Any) -> list[ToolError]:
-    """One ``ToolError`` (with ``code``) for each condition that does not answer ``True`` for these arguments."""
+def condition_errors(conditions: Iterable[Any], code: str, *inputs: Any) -> list[ToolError]:
+    """One ``ToolError`` (with ``code``) for each condition that does not answer ``True`` for these inputs."""
     errors: list[ToolError] = []
     for condition in conditions:
         try:
-            verdict = condition.predicate(arguments, world)
+            verdict = condition.predicate(*inputs)
         except Exception as exc:  # a buggy condition refuses; it never lets a call through
             verdict = ToolError(code, "$", f"{condition.name} could not be checked ({type(exc).__name__})",
                                 expected=condition.description, received="error", retryable=False)
         if isinstance(verdict, ToolError):
             errors.append(verdict)
-        elif verdict is not True:
-            errors.append(condition.failure(code))
+        elif verdict is not True:   # False, None, anything else: the condition's own text says what it needed
+            pointer = f"$.{condition.field}" if condition.field else "$"
+            errors.append(ToolError(code, pointer, f"{condition.name} not met (requires: {condition.description})",
+                                    expected=condition.description, received="not satisfied"))
     return errors
 
 

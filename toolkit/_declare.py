@@ -48,4 +48,17 @@ def function_schema(function: Callable[..., Any]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
-__all__ = ["function_schema", "parameter_schema"]
+def function_fields(function: Callable[..., Any], name: str | None, description: str | None,
+                    fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields of ``Contract.from_function``: the schema off the hints, the name, the docstring's first
+    paragraph; an ``idempotency_field`` that is not a parameter is refused."""
+    schema = function_schema(function)
+    key = fields.get("idempotency_field", "")
+    if key and key not in schema["properties"]:
+        raise TypeError(f"{function.__name__}: idempotency_field {key!r} is not a parameter")
+    text = description if description is not None else inspect.getdoc(function) or ""
+    return {"name": name or function.__name__, "description": text.split("\n\n")[0].strip(), "schema": schema,
+            **fields}
+
+
+__all__ = ["function_fields", "function_schema", "parameter_schema"]

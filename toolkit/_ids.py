@@ -14,6 +14,7 @@ toolkit's own ids and the ids each vendor sent.
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
@@ -21,10 +22,29 @@ from typing import Any, Iterable, Sequence
 from toolkit._caps import MAX_CALL_ID_CHARS, MAX_NAME_CHARS, MAX_OPEN_CALLS
 from toolkit._show import SURROGATE, echo_text, echo_value
 from toolkit._stream_guards import over_cap
-from toolkit.kernel.call import CallIds, FailureClass, Status, ToolCall, ToolError, ToolResult
+from toolkit.kernel.call import FailureClass, Status, ToolCall, ToolError, ToolResult
 
 #: What every vendor accepts as a call id (Anthropic allows only these characters).
 SAFE_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+
+@dataclass
+class CallIds:
+    """Mints deterministic call ids (``call_1``, ``call_2``, ...) that every vendor's id rules accept."""
+
+    prefix: str = "call"
+    _counter: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False)
+
+    def mint(self) -> str:
+        return f"{self.prefix}_{next(self._counter)}"
+
+
+_DEFAULT_IDS = CallIds()
+
+
+def mint_call_id(ids: CallIds | None = None) -> str:
+    """A fresh call id from ``ids``, or from the one default counter (what ``request`` uses)."""
+    return (ids or _DEFAULT_IDS).mint()
 
 
 def call_id_problem(call_id: Any) -> str | None:
@@ -141,6 +161,11 @@ def not_a_call_error(obj: Any) -> ToolError:
                      hint="wait for the completion signal and execute the ToolCall it produces", retryable=False)
 
 
+def not_a_call(obj: Any) -> ToolResult:
+    """The result for something handed to an executor that is not a ``ToolCall`` (a ``Preview``, a dict...)."""
+    return refusal_result(shown_call_id(getattr(obj, "call_id", None)), not_a_call_error(obj))
+
+
 def unknown_tool_error(name: Any, declared: Iterable[str]) -> ToolError:
     """The refusal for a name no declared tool has, with the nearest declared names as a hint.
 
@@ -221,6 +246,6 @@ def id_key(vendor_id: Any) -> Any:
     return (type(vendor_id).__name__, vendor_id)
 
 
-__all__ = ["call_id_error", "call_id_problem", "duplicate_call_id_error", "id_key", "IdMap", "not_a_call_error",
-           "refusal_result", "round_refusals", "SAFE_ID", "shared_ids", "shown_call_id", "shown_name",
-           "unknown_tool_error"]
+__all__ = ["CallIds", "call_id_error", "call_id_problem", "duplicate_call_id_error", "id_key", "IdMap", "not_a_call",
+           "not_a_call_error", "mint_call_id", "refusal_result", "round_refusals", "SAFE_ID", "shared_ids",
+           "shown_call_id", "shown_name", "unknown_tool_error"]

@@ -2,8 +2,8 @@
 
 ``choice_flip`` returns the drawing and its text form as one HTML block (``drawn_html``), so a
 notebook shows it with ``display(HTML(...))`` and no plotting library is imported for it.
-Which option is chosen is decided by ``toolkit.kernel.choose`` and where it changes by
-``toolkit.kernel.flip_point``; this module only finds the bands between those points and draws them.
+Which option is chosen is decided by ``toolkit.kernel.choose``; where it can change is ``flip_point``, the
+price of risk at which two options tie. This module finds the bands between those points and draws them.
 
 Marks carry ``data-*`` attributes a test can read: a score line ``data-option`` (with its scores at
 both ends, ``data-score-from`` and ``data-score-to``), a shaded band ``data-chosen`` with
@@ -14,13 +14,21 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from toolkit.kernel import Option, choose, flip_point
+from toolkit.kernel import Option, choose
 from course.present.svg import (AMBER, BLUE, GREEN, GREY, INK, LIGHT_AMBER, LIGHT_BLUE, LIGHT_GREEN, LIGHT_RED,
                                  MUTED, PAPER, RED, drawn_html, svg_figure, svg_line, svg_rect, svg_text)
 
 #: One (line, shading) colour pair per legal option, in the order the options are given.
 PALETTE = ((BLUE, LIGHT_BLUE), (AMBER, LIGHT_AMBER), (GREEN, LIGHT_GREEN), (RED, LIGHT_RED))
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 360, 64, 616, 64, 300
+
+
+def flip_point(a: Option, b: Option, lam_c: float = 1.0) -> float | None:
+    """The risk price λr at which ``a`` and ``b`` score the same (None if they never cross)."""
+    gap_risk = a.risk - b.risk
+    if gap_risk == 0:
+        return None
+    return ((a.value - lam_c * a.cost) - (b.value - lam_c * b.cost)) / gap_risk
 
 
 def choice_bands(options: Sequence[Option], lam_c: float, max_lam_r: float) -> list[tuple[float, float, Option | None]]:

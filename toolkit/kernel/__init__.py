@@ -16,17 +16,19 @@ Every name is imported here by name, so an editor's "go to definition" finds it.
 Hardening (caps, echoes, JSON and fingerprints, schemas and patterns, id rules) lives in the
 private modules beside the kernel (``toolkit/_*.py``), each reached through one function.
 """
-from toolkit.kernel.call import (CallIds, FailureClass, NEXT_STEP, request, Status, ToolCall, ToolError, ToolFailure,
+from toolkit.kernel.call import (FailureClass, NEXT_STEP, request, Status, ToolCall, ToolError, ToolFailure,
                                  ToolResult)
+from toolkit._ids import CallIds, not_a_call
 from toolkit._codes import CODES
 from toolkit._failures import MEANING, POINTS_AT
-from toolkit.kernel.contract import CheckResult, Condition, Contract, ContractError, Retry
-from toolkit.kernel.legality import (Caller, check, Layer, LAYER_OF, LAYERS, legal, legal_line, Outcome,
-                                     PRE_QUESTIONS, refused, Test, Verdict)
-from toolkit.kernel.host import Attempt, Host, Implementation, not_a_call, rejection, Tool
-from toolkit.kernel.loop import (contract_allows, evaluate, invoke_with_ledger, ledger_key, Observation,
-                                 ScriptedPolicy, State)
-from toolkit.kernel.choice import Choice, choose, expected_value, flip_point, governed_score, Option
+from toolkit.kernel.contract import Condition, Contract, ContractError, Retry
+from toolkit.kernel.legality import (Caller, check, Layer, LAYER_OF, LAYERS, legal, Outcome, PRE_QUESTIONS,
+                                     refused, Test, Verdict)
+from toolkit._printed import legal_line
+from toolkit.kernel.host import Attempt, Host, rejection, Tool
+from toolkit.kernel.loop import contract_allows, evaluate, invoke_with_ledger, ledger_key, Observation, State
+from toolkit._scripted import ScriptedPolicy
+from toolkit.kernel.choice import Choice, choose, expected_value, governed_score, Option
 from toolkit.kernel.read_file import (check_lexical, check_realpath, confine, EVIDENCE_MATCHES, existing_file,
                                       locate, make_read_file, open_confined, path_guard, READ_FILE, READ_FILE_LAYERS,
                                       READ_FILE_SCHEMA, read_confined, read_file_switch, ReadRefused,

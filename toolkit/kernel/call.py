@@ -3,12 +3,11 @@
     model:  (name, arguments, call id)          -> a ToolCall: nothing has run
     host:   one ToolResult per call id          -> status, failure class, reason, errors (each a ToolError)
 
-Nothing in this module runs anything: the host decides later whether a request may cross the boundary,
-and a failure tells the model, by status and failure class, whether it is salvageable or hopeless.
+Nothing here runs anything: the host decides later whether a request may cross the boundary, and a failure
+tells the model, by status and failure class, whether it is salvageable or hopeless.
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Iterable
@@ -25,49 +24,28 @@ class ToolCall:
     call_id: str
     idempotency_key: str | None = None
 
-    def __repr__(self) -> str:   # what a notebook cell or a log shows: secret-looking fields masked
+    def __repr__(self) -> str:   # what a cell or a log shows: secret-looking fields masked
         from toolkit._show import redact_arguments
-
         return (f"ToolCall(name={self.name!r}, arguments={redact_arguments(self.arguments)!r}, "
                 f"call_id={self.call_id!r}, idempotency_key={self.idempotency_key!r})")
 
     def summary(self, secret_fields: Iterable[str] = ()) -> str:
-        """The one printed line of a call, ``read_file({"path": "a.txt"}) #call_1``, secrets masked before the cut."""
+        """The one printed line of a call, ``read_file({"path": "a.txt"}) #call_1``, secrets masked."""
         from toolkit._show import call_line
-
         return call_line(self.name, self.arguments, self.call_id, secret_fields)
 
 
-@dataclass
-class CallIds:
-    """Mints deterministic call ids (``call_1``, ``call_2``, ...) that every vendor's id rules accept."""
-
-    prefix: str = "call"
-    _counter: itertools.count = field(default_factory=lambda: itertools.count(1), repr=False)
-
-    def mint(self) -> str:
-        return f"{self.prefix}_{next(self._counter)}"
-
-
-def request(name: str, arguments: Any, call_id: str | None = None, ids: CallIds | None = None,
+def request(name: str, arguments: Any, call_id: str | None = None, ids: Any = None,
             idempotency_key: str | None = None) -> ToolCall:
-    """Build a ``ToolCall``, minting a call id when the model gave none."""
-    if not call_id:
-        call_id = (ids or _DEFAULT_IDS).mint()
-    return ToolCall(name=name, arguments=arguments, call_id=call_id, idempotency_key=idempotency_key)
-
-
-_DEFAULT_IDS = CallIds()
+    """Build a ``ToolCall``, minting a call id when the model gave none (``call_1``, ...: ``ids``, a ``CallIds``)."""
+    from toolkit._ids import mint_call_id
+    return ToolCall(name, arguments, call_id or mint_call_id(ids), idempotency_key)
 
 
 @dataclass(frozen=True)
 class ToolError:
-    """One reason a call did not hold.
-
-    ``pointer`` names the offending thing itself (``$.path``, or ``import publication_manifest.load_manifest``).
-    ``retryable`` says whether the *model* can make the call pass by resending it with corrected arguments;
-    whether the *host* repeats an effect is the retry controller's question (``toolkit.kernel.backoff``).
-    """
+    """One reason a call did not hold: ``pointer`` names the offending thing (``$.path``); ``retryable`` says
+    whether the *model* can make it pass by resending corrected arguments (the host's retries: ``backoff``)."""
 
     code: str
     pointer: str
@@ -87,9 +65,7 @@ class ToolError:
         return f"{self.pointer}: {self.message}"
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["layer"] = self.layer
-        return data
+        return {**asdict(self), "layer": self.layer}
 
 
 class Status(str, Enum):
@@ -144,29 +120,24 @@ class ToolResult:
 
     @property
     def next_step(self) -> str:
-        """What the host lets the model do next after this result."""
         return NEXT_STEP[self.status]
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict, the shape a model is shown."""
+        """A JSON-ready dict, the shape a model is shown: the output, or why there is none."""
         data: dict[str, Any] = {"call_id": self.call_id, "status": self.status.value}
         if self.ok:
             data["output"] = self.output
         else:
-            data["failure_class"] = self.failure_class.value if self.failure_class else None
-            data["reason"] = self.reason
-            data["errors"] = [e.to_dict() for e in self.errors]
-        if self.evidence:
-            data["evidence"] = self.evidence
-        return data
+            data.update(failure_class=self.failure_class.value if self.failure_class else None, reason=self.reason,
+                        errors=[e.to_dict() for e in self.errors])
+        return {**data, "evidence": self.evidence} if self.evidence else data
 
 
 class ToolFailure(Exception):
-    """Raised by a tool's implementation to report a classified failure."""
+    """Raised by a tool's implementation to report a classified failure (``error``: one it built itself)."""
 
     def __init__(self, status: Status, reason: str, message: str = "",
                  failure_class: FailureClass = FailureClass.EXECUTION, error: ToolError | None = None):
         super().__init__(message or reason)
         self.status, self.reason, self.failure_class = status, reason, failure_class
-        self.message = message or reason
-        self.error = error   # a structured error the tool built itself (pointer, hint), passed on as is
+        self.message, self.error = message or reason, error

@@ -2,16 +2,15 @@
 
     u* = argmax_u  E[Q(σ, u)] − λc·C(u) − λr·R(u)      over legal u only
 
-A call is picked not because it is possible but because its expected value is
-worth its cost and its risk. Illegal calls are never candidates.
+A call is picked not because it is possible but because its expected value is worth its cost and its risk.
+Illegal calls are never candidates.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import Any, Iterable
 
-if TYPE_CHECKING:
-    from toolkit.kernel.contract import Contract
+from toolkit._printed import choice_lines
 
 
 def choose(options: Iterable["Option"], lam_c: float = 1.0, lam_r: float = 1.0) -> "Choice":
@@ -48,31 +47,19 @@ class Option:
         return governed_score(self.value, self.cost, self.risk, lam_c, lam_r)
 
     @classmethod
-    def from_contract(cls, contract: "Contract", value: float, name: str = "", legal: int = 1) -> "Option":
-        """An option whose cost and risk come from the tool's contract; only its value is the policy's guess."""
+    def from_contract(cls, contract: Any, value: float, name: str = "", legal: int = 1) -> "Option":
+        """Cost and risk read from the tool's contract; only the value is the policy's guess."""
         return cls(name or contract.name, value, contract.cost, contract.risk, legal)
 
 
 @dataclass(frozen=True)
 class Choice:
-    """The chosen option (None when nothing is legal) and every option's score."""
+    """The chosen option (None when nothing is legal), each legal option's score, and the illegal ones."""
 
     best: Option | None
     scores: dict[str, float]
     excluded: tuple[str, ...]
 
     def lines(self) -> list[str]:
-        """One row per option: its score and which one is chosen; illegal options are listed, unscored."""
-        width = max((len(n) for n in [*self.scores, *self.excluded]), default=0)
-        rows = [f"{name:<{width}}  {score:>6g}" + ("  <- chosen" if self.best and name == self.best.name else "")
-                for name, score in self.scores.items()]
-        rows += [f"{name:<{width}}  {'illegal':>6}  (never a candidate)" for name in self.excluded]
-        return rows
-
-
-def flip_point(a: Option, b: Option, lam_c: float = 1.0) -> float | None:
-    """The risk price λr at which ``a`` and ``b`` score the same (None if they never cross)."""
-    gap_risk = a.risk - b.risk
-    if gap_risk == 0:
-        return None
-    return ((a.value - lam_c * a.cost) - (b.value - lam_c * b.cost)) / gap_risk
+        """One row per option: its score, ``<- chosen`` by the best; illegal options listed, unscored."""
+        return choice_lines(self)

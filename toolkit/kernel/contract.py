@@ -2,14 +2,12 @@
 
     contract(f) = (schema, permissions, Pre, Post, cost, risk, retry, reads, writes)
 
-Before a model may call a tool, the host writes down what the tool needs (schema, permissions,
-preconditions), what it promises (postconditions, evidence), what it costs and risks, whether a retry is
-safe, and which resources it reads and writes. ``toolkit.kernel.legality.check`` enforces the writing. A
-contract is written out field by field, or read off a pydantic model or a typed function.
+Written before a model may call the tool: what it needs and promises, what it costs and risks, whether a retry
+is safe, which resources it reads and writes. ``toolkit.kernel.legality.check`` enforces the writing.
 """
 from __future__ import annotations
 
-import inspect
+from collections import defaultdict
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
@@ -30,35 +28,22 @@ class Retry(str, Enum):
     UNSAFE = "unsafe"                    # sending a message: a retry is a second act
 
 
-#: A condition's answer: True passes, False fails with its own text, a ToolError fails with that error.
-CheckResult = bool | ToolError
-
-
 @dataclass(frozen=True)
 class Condition:
-    """A named test over a call: ``predicate(arguments, world)`` (guards, preconditions) or
-    ``predicate(arguments, output, world)`` (postconditions)."""
+    """A named test over a call, ``predicate(arguments, world)`` (guards, preconditions) or ``predicate(arguments,
+    output, world)`` (postconditions): True passes; False fails with its own text, a ToolError with that error."""
 
     name: str
     description: str
-    predicate: Callable[..., CheckResult]
+    predicate: Callable[..., bool | ToolError]
     field: str = ""   # the argument the condition is about, so a failure points at it
-
-    def failure(self, code: str, hint: str = "") -> ToolError:
-        """The structured error this condition produces when its predicate says False."""
-        pointer = f"$.{self.field}" if self.field else "$"
-        return ToolError(code, pointer, f"{self.name} not met (requires: {self.description})",
-                         expected=self.description, received="not satisfied", hint=hint)
 
 
 @dataclass(frozen=True)
 class Contract:
-    """Everything the host knows about one tool before it runs.
-
-    ``schema`` is a JSON Schema (2020-12) object schema; ``permissions`` and ``guards`` form the permission
-    layer, ``preconditions`` and ``needs_approval`` the business layer; ``reads``/``writes`` are resource
-    templates such as ``"file:{path}"``, filled from the arguments to schedule parallel calls.
-    """
+    """Everything the host knows about one tool before it runs. ``schema`` is a JSON Schema (2020-12) object;
+    ``permissions`` and ``guards`` form the permission layer, ``preconditions`` and ``needs_approval`` the business
+    layer; ``reads``/``writes`` are templates such as ``"file:{path}"``, filled from the arguments."""
 
     name: str
     description: str
@@ -80,18 +65,15 @@ class Contract:
     idempotency_field: str = ""   # the argument that carries the idempotency key, if any
     extras: Mapping[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:   # a schema no ECMA-262 engine can enforce is refused when declared
         from toolkit._patterns import pattern_problems
-
-        problems = pattern_problems(self.schema)
-        if problems:
+        if problems := pattern_problems(self.schema):
             raise ContractError(f"contract {self.name!r}: " + "; ".join(problems))
 
     @cached_property
     def validator(self) -> Any:
         """The compiled schema validator, built once per contract."""
         from toolkit._schema import compile_schema
-
         return compile_schema(self.schema)
 
     @property
@@ -100,42 +82,25 @@ class Contract:
         return list(self.schema.get("properties", {}))
 
     def resources(self, arguments: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
-        """The concrete resources this call reads and writes, e.g. ``{"file:a.txt"}``."""
-        def fill(templates: tuple[str, ...]) -> frozenset[str]:
-            return frozenset(t.format_map(_Missing(arguments)) for t in templates)
-        return fill(self.reads), fill(self.writes)
+        """The concrete resources this call reads and writes, e.g. ``{"file:a.txt"}`` (a missing field reads ``?``)."""
+        values = defaultdict(lambda: "?", arguments)
+        return frozenset(t.format_map(values) for t in self.reads), frozenset(t.format_map(values) for t in self.writes)
 
     def card(self) -> str:
         """The contract written out as a short card, in the chapter's layout."""
         from toolkit._cards import contract_card
-
         return contract_card(self)
 
     @classmethod
     def from_model(cls, model: type, **fields: Any) -> "Contract":
-        """Build a contract whose argument schema is a pydantic model's JSON Schema (validated strictly: ``"12"``
-        is refused where an integer is declared, unlike pydantic's lax coercion)."""
-        schema = model.model_json_schema()
-        schema.pop("title", None)
+        """A contract whose schema is a pydantic model's JSON Schema, validated strictly (``"12"`` is no integer)."""
         fields.setdefault("description", (model.__doc__ or "").strip())
-        return cls(name=fields.pop("name"), schema=schema, **fields)
+        return cls(schema={k: v for k, v in model.model_json_schema().items() if k != "title"}, **fields)
 
     @classmethod
     def from_function(cls, function: Callable[..., Any], name: str | None = None, description: str | None = None,
                       **fields: Any) -> "Contract":
-        """Build a contract whose argument schema is read off ``function``'s type hints: strict and closed,
-        required unless defaulted. A parameter the schema cannot describe is refused here, when it is declared."""
-        from toolkit._declare import function_schema
-
-        schema = function_schema(function)
-        key = fields.get("idempotency_field", "")
-        if key and key not in schema["properties"]:
-            raise TypeError(f"{function.__name__}: idempotency_field {key!r} is not a parameter")
-        text = description if description is not None else inspect.getdoc(function) or ""
-        return cls(name=name or function.__name__, description=text.split("\n\n")[0].strip(), schema=schema,
-                   **fields)
-
-
-class _Missing(dict):
-    def __missing__(self, key: str) -> str:   # a template field the arguments lack reads as "?"
-        return "?"
+        """A contract whose schema is read off ``function``'s type hints (strict, closed, required unless
+        defaulted); what the schema cannot describe is refused here, when it is declared."""
+        from toolkit._declare import function_fields
+        return cls(**function_fields(function, name, description, fields))

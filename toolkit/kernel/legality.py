@@ -2,11 +2,9 @@
 
     legal(u) = 1{ schema_ok(x) ∧ auth_ok(f) ∧ Pre_f(x) }
 
-``check`` runs all three tests on every attempt, in the chapter's order (schema, then permission/path, then
-business/approval), and logs each as pass, fail or not evaluable: it never stops at the first failure, so a
-blocked call names *every* test that stopped it. A test over arguments that failed the schema is "not
-evaluable", never guessed, and prints as ``–``: ``legal = 0 x – x – = 0``. ``Pre`` asks two questions: is the
-world *ready* (preconditions) and, when the contract asks, did a person *intend* this call (approval)?
+``check`` runs all three tests on every attempt, in layer order, and logs each as pass, fail or not evaluable (a
+test over arguments the schema refused is never guessed: ``–``), so a blocked call names *every* test that stopped
+it. ``Pre`` asks two questions: is the world *ready* (preconditions), did a person *intend* this call (approval)?
 """
 from __future__ import annotations
 
@@ -17,6 +15,7 @@ from typing import Any, Iterable
 from toolkit.kernel.call import FailureClass, ToolCall, ToolError
 from toolkit.kernel.contract import Contract
 from toolkit._conditions import condition_errors
+from toolkit._printed import legality_lines
 from toolkit._schema import parse_arguments, schema_errors
 from toolkit._screen import request_problem
 from toolkit._show import scrubbed_errors
@@ -29,10 +28,7 @@ def legal(schema_ok: Any, auth_ok: Any, pre: Any) -> int:
 
 def check(call: ToolCall, contract: Contract | None, caller: "Caller | None" = None, world: Any = None,
           declared: Iterable[str] = ()) -> "Verdict":
-    """Run schema_ok, auth_ok and Pre for one call and log all three; never raises on bad input.
-
-    Whatever a model sent, the verdict is structured and its errors are safe to show (short, secrets scrubbed).
-    """
+    """Run schema_ok, auth_ok and Pre for one call and log all three; never raises, whatever a model sent."""
     caller = caller if caller is not None else Caller()
     problem = request_problem(call, contract, declared)   # not a call, an unusable id, an undeclared tool
     if problem is not None:
@@ -40,9 +36,9 @@ def check(call: ToolCall, contract: Contract | None, caller: "Caller | None" = N
     arguments, errors = parse_arguments(call.arguments)
     if arguments is not None:
         errors = schema_errors(contract.validator, arguments, contract.secret_fields)
-    schema = Test("schema_ok", Outcome.FAIL if errors else Outcome.PASS, tuple(errors))
-    usable = None if errors else arguments
-    tests = (schema, _auth_test(contract, caller, usable, world), _pre_test(contract, call, caller, usable, world))
+    usable = None if errors else arguments   # the later tests never guess what malformed arguments meant
+    tests = (_test("schema_ok", errors), _auth_test(contract, caller, usable, world),
+             _pre_test(contract, call, caller, usable, world))
     safe = (Test(t.name, t.outcome, scrubbed_errors(t.errors, arguments, contract.secret_fields)) for t in tests)
     return Verdict(call, *safe, usable)   # errors scrubbed: a condition or the schema may echo a secret
 
@@ -54,15 +50,6 @@ class Outcome(str, Enum):
     FAIL = "fail"
     NOT_EVALUABLE = "not evaluable"
 
-    @property
-    def bit(self) -> int:
-        return 1 if self is Outcome.PASS else 0
-
-    @property
-    def symbol(self) -> str:
-        """How the printed product shows this outcome: ``1``, ``0``, or ``–`` for a test that could not run."""
-        return "–" if self is Outcome.NOT_EVALUABLE else str(self.bit)
-
 
 @dataclass(frozen=True, slots=True)
 class Test:
@@ -71,14 +58,6 @@ class Test:
     name: str
     outcome: Outcome
     errors: tuple[ToolError, ...] = ()
-
-    @property
-    def bit(self) -> int:
-        return self.outcome.bit
-
-    @property
-    def symbol(self) -> str:
-        return self.outcome.symbol
 
 
 @dataclass(frozen=True)
@@ -93,8 +72,7 @@ class Layer:
     passed: str = ""
 
 
-#: The layer map, in the order the layers run. Every table that names a test's layer or failure class
-#: (host, audit, metrics, panels) reads it from here.
+#: The layer map, in the order the layers run: every table naming a test's layer or failure class reads it.
 LAYERS = (
     Layer("schema_ok", "schema", FailureClass.SCHEMA, "are the arguments well-formed?", "well-formed"),
     Layer("auth_ok", "permission", FailureClass.AUTHORIZATION, "may this caller do this, here?", "permitted"),
@@ -122,16 +100,9 @@ class Caller:
         return Caller(self.name, self.scopes, self.approved | set(call_ids))
 
 
-def legal_line(schema_ok: Any, auth_ok: Any, pre: Any) -> str:
-    """The indicator written out, e.g. ``legal = 0 x 1 x 1 = 0``; a test that was not evaluable shows ``–``."""
-    shown = " x ".join(v.symbol if isinstance(v, (Test, Outcome)) else str(_bit(v)) for v in (schema_ok, auth_ok, pre))
-    return f"legal = {shown} = {legal(schema_ok, auth_ok, pre)}"
-
-
-def _bit(value: Any) -> int:
-    if isinstance(value, (Test, Outcome)):
-        return value.bit
-    return 1 if value is True or value == 1 else 0
+def _bit(value: Any) -> int:   # only a pass counts: a Test or Outcome that passed, True, or 1
+    value = value.outcome if isinstance(value, Test) else value
+    return 1 if value is Outcome.PASS or value is True or value == 1 else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,10 +135,8 @@ class Verdict:
         return tuple(e for t in self.tests for e in t.errors)
 
     def lines(self) -> list[str]:
-        """One line per test, e.g. ``schema_ok  fail  $.path: unexpected property``, then the product."""
-        out = [f"{t.name:<9} {t.outcome.value:<13} {'; '.join(e.line() for e in t.errors)}".rstrip()
-               for t in self.tests]
-        return out + [legal_line(*self.tests)]
+        """One line per test (``schema_ok fail $.path: ...``), then the product (``legal = 0 x – x – = 0``)."""
+        return legality_lines(self)
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
@@ -185,8 +154,7 @@ def _auth_test(contract: Contract, caller: Caller, arguments: dict | None, world
                         retryable=False) for p in contract.permissions if p not in caller.scopes]
     if arguments is None and contract.guards:   # path guards need arguments the schema accepted
         return Test("auth_ok", Outcome.FAIL if errors else Outcome.NOT_EVALUABLE, tuple(errors))
-    errors += condition_errors(contract.guards, "path_refused", arguments, world)
-    return Test("auth_ok", Outcome.FAIL if errors else Outcome.PASS, tuple(errors))
+    return _test("auth_ok", errors + condition_errors(contract.guards, "path_refused", arguments, world))
 
 
 def _pre_test(contract: Contract, call: ToolCall, caller: Caller, arguments: dict | None, world: Any) -> Test:
@@ -197,4 +165,8 @@ def _pre_test(contract: Contract, call: ToolCall, caller: Caller, arguments: dic
         errors.append(ToolError("approval_required", f"tool {contract.name}", "a person must approve this call",
                                 expected="human approval", received="not approved",
                                 hint="ask for confirmation before retrying", retryable=False))
-    return Test("Pre", Outcome.FAIL if errors else Outcome.PASS, tuple(errors))
+    return _test("Pre", errors)
+
+
+def _test(name: str, errors: list[ToolError]) -> Test:
+    return Test(name, Outcome.FAIL if errors else Outcome.PASS, tuple(errors))

@@ -7,22 +7,20 @@
       result = invoke_with_ledger(proposal)
       return evaluate(state.with_observation(result))
 
-``evaluate`` below is those five lines, made iterative so a long episode cannot overflow the stack. A refusal
-is a normal transition, not a crash: it becomes an observation the policy reads on its next step. The ledger
-sees the arguments the host validated, so the key is the same whatever their spelling; the transcript masks
-secrets (``toolkit._show.call_line``).
+``evaluate`` below is those lines, made iterative so a long episode cannot overflow the stack. A refusal is a
+normal transition, not a crash: it becomes an observation the policy reads on its next step.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Callable
 
 from toolkit.kernel.call import FailureClass, Status, ToolCall, ToolError, ToolResult
 from toolkit.kernel.contract import Contract, Retry
 from toolkit.kernel.host import Host
 from toolkit.kernel.legality import Verdict
 from toolkit._json import carried_key, parsed_arguments
-from toolkit._show import call_line
+from toolkit._printed import observation_line
 
 
 def evaluate(state: "State", policy: "Policy", host: Host, ledger: Any = None, max_steps: int = 50) -> "State":
@@ -51,17 +49,12 @@ class Observation:
     result: ToolResult
     secret_fields: tuple[str, ...] = ()   # the contract's secret fields, masked in the transcript
 
-    def __repr__(self) -> str:   # the call's arguments may hold secrets: show them as the transcript does
-        return f"Observation(kind={self.kind!r}, call={self.shown_call()!r}, result={self.result!r})"
+    def __repr__(self) -> str:   # the call's arguments may hold secrets: shown as the transcript shows them
+        return f"Observation({self.line()!r}, result={self.result!r})"
 
     def line(self) -> str:
-        """One transcript line: what was proposed (arguments redacted) and what came of it."""
-        detail = f" ({self.result.reason})" if self.result.reason else ""
-        return f"{self.kind:<8} {self.shown_call()} -> {self.result.status.value}{detail}"
-
-    def shown_call(self) -> str:
-        """The proposal as one printed call line, the contract's secret fields masked."""
-        return call_line(self.call.name, self.call.arguments, self.call.call_id, self.secret_fields)
+        """One transcript line: what was proposed (secret fields masked) and what came of it."""
+        return observation_line(self)
 
 
 @dataclass(frozen=True)
@@ -85,24 +78,8 @@ class State:
         return [f"step {i}: {o.line()}" for i, o in enumerate(self.observations, 1)]
 
 
-class Policy(Protocol):
-    def __call__(self, state: State) -> ToolCall | None: ...
-
-
-class ScriptedPolicy:
-    """A stand-in for a model: each entry is a ``ToolCall`` or a function ``state -> ToolCall | None``;
-    when the script runs out, the policy stops (returns None)."""
-
-    def __init__(self, script: Iterable[ToolCall | Callable[[State], ToolCall | None]]):
-        self.script = list(script)
-        self.position = 0
-
-    def __call__(self, state: State) -> ToolCall | None:
-        if self.position >= len(self.script):
-            return None
-        step = self.script[self.position]
-        self.position += 1
-        return step(state) if callable(step) else step
+#: A policy reads the state and proposes the next call, or None to stop.
+Policy = Callable[[State], "ToolCall | None"]
 
 
 def contract_allows(host: Host, proposal: ToolCall) -> Verdict:
@@ -111,26 +88,19 @@ def contract_allows(host: Host, proposal: ToolCall) -> Verdict:
 
 
 def ledger_key(proposal: ToolCall, contract: Contract | None, arguments: Any) -> str | ToolError:
-    """The ledger's name for this attempt: the key the call carries, else its call id (so a retry without
-    the original key is, visibly, a new proposal). Two keys that disagree are an error."""
+    """The key the call carries, else its call id (a retry without its key is visibly new); two keys that
+    disagree are an error."""
     return carried_key(proposal, contract, arguments) or proposal.call_id
 
 
 def invoke_with_ledger(host: Host, proposal: ToolCall, ledger: Any = None,
                        verdict: Verdict | None = None) -> ToolResult:
-    """Run an allowed proposal; effects that are not plainly safe to repeat go through the ledger.
-
-    A refused call never reaches the ledger; the ledger gets the validated, parsed arguments. The same key
-    with different arguments is refused as a conflict; with the same arguments it replays the first result
-    under this call's id.
-    """
+    """Run an allowed proposal; an effect not plainly safe to repeat goes through the ledger, which sees the
+    validated arguments: the same key replays the first result, with other arguments it is a conflict."""
     contract = host.contract(proposal.name)
-    if ledger is None or contract is None or contract.retry is Retry.SAFE:
-        return host.execute(proposal, verdict)
-    if verdict is None or verdict.call != proposal:
-        verdict = host.check(proposal)
-    if not verdict.legal:
-        return host.execute(proposal, verdict)      # logs the attempt; returns the rejection
+    verdict = verdict if verdict is not None and verdict.call == proposal else host.check(proposal)
+    if ledger is None or contract is None or contract.retry is Retry.SAFE or not verdict.legal:
+        return host.execute(proposal, verdict)      # a refusal is logged and returned: it never reaches the ledger
     arguments = verdict.arguments if verdict.arguments is not None else parsed_arguments(proposal.arguments)
     key = ledger_key(proposal, contract, arguments)
     if isinstance(key, ToolError):

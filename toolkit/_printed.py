@@ -1,0 +1,52 @@
+"""Chapters 02-04: how a verdict, the indicator, a step of the loop and a choice print.
+
+    legal_line(0, 1, 1)   ->  legal = 0 x 1 x 1 = 0     (a test that could not run prints as ``–``)
+    legality_lines(v)     ->  one line per test, its errors after it, then the product
+    observation_line(o)   ->  rejected read_file({"path": "../x"}) #call_1 -> rejected (path_refused)
+    choice_lines(c)       ->  one row per option, its governed score, the chosen one marked
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from toolkit._show import call_line
+
+
+def legal_line(schema_ok: Any, auth_ok: Any, pre: Any) -> str:
+    """The indicator written out, e.g. ``legal = 0 x 1 x 1 = 0``; a test that was not evaluable shows ``–``."""
+    from toolkit.kernel.legality import legal
+
+    shown = " x ".join(_symbol(v) for v in (schema_ok, auth_ok, pre))
+    return f"legal = {shown} = {legal(schema_ok, auth_ok, pre)}"
+
+
+def _symbol(value: Any) -> str:   # 1 or 0, or – for a test that could not run
+    from toolkit.kernel.legality import Outcome, legal
+
+    return "–" if getattr(value, "outcome", value) is Outcome.NOT_EVALUABLE else str(legal(value, 1, 1))
+
+
+def legality_lines(verdict: Any) -> list[str]:
+    """One line per test, e.g. ``schema_ok fail          $.path: unexpected property``, then ``legal_line``."""
+    out = [f"{t.name:<9} {t.outcome.value:<13} {'; '.join(e.line() for e in t.errors)}".rstrip()
+           for t in verdict.tests]
+    return out + [legal_line(*verdict.tests)]
+
+
+def observation_line(observation: Any) -> str:
+    """One transcript line: what was proposed (the contract's secret fields masked) and what came of it."""
+    o = observation
+    detail = f" ({o.result.reason})" if o.result.reason else ""
+    shown = call_line(o.call.name, o.call.arguments, o.call.call_id, o.secret_fields)
+    return f"{o.kind:<8} {shown} -> {o.result.status.value}{detail}"
+
+
+def choice_lines(choice: Any) -> list[str]:
+    """One row per option: its score and which one is chosen; illegal options are listed, unscored."""
+    width = max((len(n) for n in [*choice.scores, *choice.excluded]), default=0)
+    rows = [f"{name:<{width}}  {score:>6g}" + ("  <- chosen" if choice.best and name == choice.best.name else "")
+            for name, score in choice.scores.items()]
+    return rows + [f"{name:<{width}}  {'illegal':>6}  (never a candidate)" for name in choice.excluded]
+
+
+__all__ = ["choice_lines", "legal_line", "observation_line", "legality_lines"]
