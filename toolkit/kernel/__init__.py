@@ -35,5 +35,5 @@ from toolkit.kernel.ledger import Answer, invoke, Ledger, LedgerStatus, MemoryLe
 from toolkit.kernel.backoff import (Action, Jitter, NEVER_RETRY, plan, retry_verdict, RetryController,
                                     RetryDecision, RetryPolicy, RetryState, step, walk)
 from toolkit.kernel.stream import Assembler, COMPLETE, completion_problem, CUT, is_cut, Refusal
-from toolkit.kernel.scheduler import (canonical, conflict, Contracts, Footprint, Plan, PlannedCall, resources,
-                                      schedule)
+from toolkit.kernel.scheduler import conflict, Contracts, Footprint, Plan, PlannedCall, resources, schedule
+from toolkit._resources import canonical
