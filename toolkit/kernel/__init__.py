@@ -32,8 +32,9 @@ from toolkit.kernel.read_file import (check_lexical, check_realpath, confine, EV
                                       READ_FILE_SCHEMA, read_confined, read_file_switch, ReadRefused,
                                       write_confined)
 from toolkit.kernel.ledger import Answer, invoke, Ledger, LedgerStatus, MemoryLedger
-from toolkit.kernel.backoff import (Action, Jitter, NEVER_RETRY, plan, retry_verdict, RetryController,
-                                    RetryDecision, RetryPolicy, RetryState, step, walk)
+from toolkit.kernel.backoff import (Action, Jitter, NEVER_RETRY, retry_verdict, RetryController, RetryDecision,
+                                    RetryPolicy, RetryState, step)
+from toolkit._retry_walk import plan, walk
 from toolkit.kernel.stream import Assembler, COMPLETE, completion_problem, CUT, is_cut, Refusal
 from toolkit.kernel.scheduler import conflict, Contracts, Footprint, Plan, PlannedCall, resources, schedule
 from toolkit._resources import canonical
