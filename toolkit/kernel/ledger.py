@@ -8,7 +8,7 @@ adds: the same key with another tool or other arguments is a *conflict*, a key s
 progress*, an effect that did not happen frees its key, one whose outcome is unknown keeps its claim.
 ``toolkit.effects.sqlite_ledger`` gives the same answers from a file. Nothing here raises on bad input.
 Hardening, one function each: ``check_call`` (``toolkit._json``), ``run_effect`` (``toolkit._outcomes``),
-``ledger_refusal`` (``toolkit._refusals``), ``answer_result`` (``toolkit._answers``).
+``ledger_refusal`` (``toolkit._refusals``); an answer is shown by ``toolkit._answers``.
 """
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ from toolkit.kernel.contract import Condition, Contract, Retry
 from toolkit.kernel.call import ToolError
 from toolkit.kernel.host import Tool
 from toolkit._caps import MAX_FILE_BYTES
-from toolkit._nofollow import FileRead, Refuse, folder, read_nofollow, write_nofollow
+from toolkit._nofollow import FileRead, folder, plain_relative, read_nofollow, write_nofollow
 from toolkit._paths import PathRefused, ReadRefused, shown, text_problem
 from toolkit._read_checks import EVIDENCE_MATCHES, existing_file
 from toolkit._workspace import Workspace
@@ -77,23 +77,9 @@ def check_realpath(root: Path, path: str) -> PurePosixPath:
 
 
 # ------------------------------------------------------------------ rung 3
-def _rung3(relative: PurePosixPath | str, expected: str) -> tuple[PurePosixPath, Refuse]:
-    """The plain relative path rung 3 walks, and how it refuses."""
-    rel = PurePosixPath(relative)
-
-    def refuse(kind: str, why: str) -> PathRefused:
-        return PathRefused(3, kind, shown(str(relative)), why, expected)
-
-    if rel.is_absolute() or ".." in rel.parts:
-        raise refuse("traversal", "rung 3 opens only plain relative paths")
-    if not rel.parts:
-        raise refuse("not_regular", "it is a directory (the workspace itself)")
-    return rel, refuse
-
-
 def open_confined(root: Path, relative: PurePosixPath | str, max_bytes: int = MAX_FILE_BYTES) -> FileRead:
     """Rung 3: open ``relative`` under ``root`` without following any link, check it, read at most the cap."""
-    rel, refuse = _rung3(relative, f"a regular file of at most {max_bytes} bytes inside the workspace")
+    rel, refuse = plain_relative(relative, f"a regular file of at most {max_bytes} bytes inside the workspace")
     with folder(root, rel.parts[:-1], refuse) as dir_fd:      # every folder O_DIRECTORY | O_NOFOLLOW
         data = read_nofollow(dir_fd, rel.name, max_bytes, refuse)
     return FileRead.of(str(rel), data)
@@ -101,7 +87,7 @@ def open_confined(root: Path, relative: PurePosixPath | str, max_bytes: int = MA
 
 def write_confined(root: Path, relative: PurePosixPath | str, data: bytes) -> None:
     """Rung 3 for a write: the same no-follow walk, then a new file beside the old one renamed over it."""
-    rel, refuse = _rung3(relative, "a regular file inside the workspace")
+    rel, refuse = plain_relative(relative, "a regular file inside the workspace")
     with folder(root, rel.parts[:-1], refuse) as dir_fd:
         write_nofollow(dir_fd, rel.name, data, refuse)
 
