@@ -13,7 +13,8 @@ import toolkit as tk
 import toolkit.kernel.read_file as ladder
 from hostile_paths import (CAP, HOSTILE, LEGIT, SECRETS, build_tree, file_opens, recording_opens, stray_opens,
                            within)
-from toolkit.kernel import READ_FILE_LAYERS, make_read_file, read_file_switch
+from toolkit.kernel import READ_FILE_LAYERS, make_read_file
+from course.worlds.demo_tree import read_file_switch
 from toolkit._paths import AUTHORIZATION_KINDS, HINTS, allowed_extensions
 from toolkit.kernel import ReadRefused
 from toolkit._workspace import Workspace

@@ -7,6 +7,7 @@ import pytest
 import toolkit as tk
 import toolkit.kernel.scheduler as kernel_scheduler
 import toolkit.wire as sc
+from toolkit.kernel import canonical
 from toolkit.wire import Assembler
 
 WRITE_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
@@ -96,7 +97,7 @@ def test_a_read_after_a_write_waits_but_a_write_after_a_read_keeps_request_order
 def test_two_spellings_of_one_file_are_one_resource():
     plan = kernel_scheduler.schedule([write("./src//config.ts", "w1"), write("src/config.ts", "w2")], CONTRACTS)
     assert plan.waves == [["w1"], ["w2"]]
-    assert kernel_scheduler.canonical("file:src/../src/./a.ts") == "file:src/a.ts"
+    assert canonical("file:src/../src/./a.ts") == "file:src/a.ts"
 
 
 def test_what_cannot_be_analysed_is_serialized():

@@ -4,6 +4,8 @@
 component, no link followed, the same regular file before and after the open,
 at most the cap read); this module does the system calls for it:
 
+* ``plain_relative(relative, expected)`` refuses what rung 3 never opens (an
+  absolute path, a ``..``, the workspace itself) and says how rung 3 refuses;
 * ``folder(root, parts, refuse)`` opens the workspace and then each folder with
   ``O_DIRECTORY | O_NOFOLLOW`` relative to the one before it, and yields the
   last descriptor (a context manager: every descriptor is closed on the way out);
@@ -27,9 +29,10 @@ import secrets
 import stat
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any, Callable, Iterator
 
-from toolkit._paths import PathRefused, describe_entry
+from toolkit._paths import PathRefused, describe_entry, shown
 
 Refuse = Callable[[str, str], PathRefused]
 
@@ -86,6 +89,20 @@ def stat_entry(name: str, dir_fd: int) -> os.stat_result | None:
 def errno_name(exc: OSError) -> str:
     """``ENOENT`` rather than ``str(exc)``, which would show absolute paths."""
     return errno.errorcode.get(exc.errno or 0, "OSError")
+
+
+def plain_relative(relative: PurePosixPath | str, expected: str) -> tuple[PurePosixPath, Refuse]:
+    """The plain relative path rung 3 walks (no ``..``, not the workspace itself), and how it refuses."""
+    rel = PurePosixPath(relative)
+
+    def refuse(kind: str, why: str) -> PathRefused:
+        return PathRefused(3, kind, shown(str(relative)), why, expected)
+
+    if rel.is_absolute() or ".." in rel.parts:
+        raise refuse("traversal", "rung 3 opens only plain relative paths")
+    if not rel.parts:
+        raise refuse("not_regular", "it is a directory (the workspace itself)")
+    return rel, refuse
 
 
 @contextmanager

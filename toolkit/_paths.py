@@ -7,7 +7,8 @@ of refusal (``kind``, a key of ``HINTS``); and, as the structured form a model
 is shown, a ``toolkit.kernel.ToolError`` with code ``path_refused``, pointer
 ``$.path``, the message ``rung N (name) refused <path>: <why>`` and the hint
 that goes with the kind. Messages name paths only relative to the workspace:
-``shown`` never echoes an absolute path.
+``shown`` never echoes an absolute path. The executor of ``make_read_file``
+raises the same refusal as a ``ReadRefused``, a ``ToolFailure`` that keeps its rung.
 
 ``text_problem`` is rung 1's first question (is the path plain text at all?).
 The business layer's refusals live here too: ``no_readable_file`` (the path is
@@ -22,7 +23,7 @@ import unicodedata
 from pathlib import PurePosixPath
 from typing import Any
 
-from toolkit.kernel.call import FailureClass, ToolError
+from toolkit.kernel.call import FailureClass, Status, ToolError, ToolFailure
 from toolkit.kernel.contract import Condition
 from toolkit._caps import MAX_NAME_BYTES, MAX_PATH_BYTES
 from toolkit._schema import json_type
@@ -77,6 +78,15 @@ class PathRefused(Exception):
         if self.kind == "unsupported":
             return FailureClass.EXECUTION
         return FailureClass.AUTHORIZATION if self.kind in AUTHORIZATION_KINDS else FailureClass.PRECONDITION
+
+
+class ReadRefused(ToolFailure):
+    """The executor's refusal (nothing read, so *rejected*), still knowing its rung (``refusal``, ``rung``)."""
+
+    def __init__(self, refusal: PathRefused):
+        super().__init__(Status.REJECTED, "path_refused", refusal.error.message, refusal.failure_class,
+                         error=refusal.error)
+        self.refusal, self.rung = refusal, refusal.rung
 
 
 def shown(path: object, limit: int = 60) -> str:

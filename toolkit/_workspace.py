@@ -9,7 +9,9 @@ report each rung's verdict separately, as the chapter prints them::
     rung 2 realpath refused     it resolves to a place outside the workspace
     rung 3 open     not reached
 
-Nothing a workspace prints shows a machine path: its ``repr`` names the folder only.
+``locate`` runs rungs 1 and 2 against a folder given as any path (the file tools of
+``toolkit.files`` use it). Nothing a workspace prints shows a machine path: its ``repr``
+names the folder only.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from pathlib import Path, PurePosixPath
 import toolkit.kernel.read_file as ladder     # a module import: the kernel's read_file builds a Workspace too
 from toolkit._caps import MAX_FILE_BYTES
 from toolkit._nofollow import FileRead
-from toolkit._paths import RUNG_NAMES, PathRefused
+from toolkit._paths import RUNG_NAMES, PathRefused, shown
 
 
 @dataclass(frozen=True)
@@ -93,4 +95,15 @@ class Workspace:
         return "\n".join(str(step) for step in self.ladder(path))
 
 
-__all__ = ["RungStep", "Workspace"]
+def locate(root: Path | str, path: object) -> tuple[Path, PurePosixPath]:
+    """Rungs 1 and 2 for a folder given as any path: ``(real absolute path, real path relative to the root)``."""
+    try:
+        base = Path(root).resolve()
+    except (OSError, RuntimeError, ValueError):      # a workspace behind a link loop
+        raise PathRefused(2, "unresolvable", shown(path), "the workspace cannot be resolved",
+                          "a relative path inside the workspace") from None
+    relative = ladder.confine(base, path)
+    return base / relative, relative
+
+
+__all__ = ["locate", "RungStep", "Workspace"]

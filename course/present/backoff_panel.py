@@ -1,6 +1,6 @@
 """Chapter 06: a live view of the retry controller: move beta, n_max and d0, pick a jitter, watch the delay plan.
 
-Every line the panel shows comes from ``toolkit.kernel.backoff.walk`` (the rows
+Every line the panel shows comes from ``toolkit._retry_walk.walk`` (the rows
 from ``toolkit.effects.waits.plan_rows``): the same pure ``step`` the host runs,
 applied from ``(n=0, d=d0)`` until the controller escalates. Nothing here
 recomputes the rule its own way; the closed form of the total wait is evaluated

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 
-from toolkit.kernel import READ_FILE_LAYERS, read_file_switch
+from toolkit.kernel import READ_FILE_LAYERS
 
 from course.present.svg import (FAINT, GREEN, GREY, INK, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED, drawn_html,
                                  svg_figure, svg_line, svg_lines, svg_rect, svg_text)
 from course.worlds import REQUESTS, Attempted, DemoTree, attempt, demo_workspace
+from course.worlds.demo_tree import read_file_switch
 
 
 #: The ladder a request climbs, bottom to top: (rung, what it asks, the host test or executor rung it stands for).

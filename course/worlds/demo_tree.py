@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from toolkit.kernel import Host, Tool, ToolCall, ToolResult, Verdict, not_a_call, request
-from toolkit.kernel import READ_FILE_LAYERS, ReadRefused, make_read_file, read_file_switch
+from toolkit.kernel import READ_FILE_LAYERS, ReadRefused, make_read_file
 from toolkit.files import files_opened, recording_opens
 from toolkit.wire import Assembler
 from toolkit.kernel import Refusal
@@ -201,6 +201,11 @@ class Attempted:
 
     def text(self) -> str:
         return "\n".join(self.lines())
+
+
+def read_file_switch(test: str) -> str:
+    """The switch (a key of ``READ_FILE_LAYERS``) cutting the layer behind legality test ``test``: auth_ok -> path."""
+    return next(name for name, layer in READ_FILE_LAYERS.items() if layer.test == test)
 
 
 def _caught_by(verdict: Verdict | None, result: ToolResult, rung: int | None) -> str:

@@ -29,13 +29,16 @@ from toolkit.kernel.host import Attempt, Host, rejection, Tool
 from toolkit.kernel.loop import contract_allows, evaluate, invoke_with_ledger, ledger_key, Observation, State
 from toolkit._scripted import ScriptedPolicy
 from toolkit.kernel.choice import Choice, choose, expected_value, governed_score, Option
-from toolkit.kernel.read_file import (check_lexical, check_realpath, confine, EVIDENCE_MATCHES, existing_file,
-                                      locate, make_read_file, open_confined, path_guard, READ_FILE, READ_FILE_LAYERS,
-                                      READ_FILE_SCHEMA, read_confined, read_file_switch, ReadRefused,
+from toolkit.kernel.read_file import (check_lexical, check_realpath, confine, make_read_file, open_confined,
+                                      path_guard, READ_FILE, READ_FILE_LAYERS, READ_FILE_SCHEMA, read_confined,
                                       write_confined)
+from toolkit._paths import ReadRefused
+from toolkit._read_checks import EVIDENCE_MATCHES, existing_file
+from toolkit._workspace import locate
 from toolkit.kernel.ledger import Answer, invoke, Ledger, LedgerStatus, MemoryLedger
-from toolkit.kernel.backoff import (Action, Jitter, NEVER_RETRY, plan, retry_verdict, RetryController,
-                                    RetryDecision, RetryPolicy, RetryState, step, walk)
+from toolkit.kernel.backoff import (Action, Jitter, NEVER_RETRY, retry_verdict, RetryController, RetryDecision,
+                                    RetryPolicy, RetryState, step)
+from toolkit._retry_walk import plan, walk
 from toolkit.kernel.stream import Assembler, COMPLETE, completion_problem, CUT, is_cut, Refusal
-from toolkit.kernel.scheduler import (canonical, conflict, Contracts, Footprint, Plan, PlannedCall, resources,
-                                      schedule)
+from toolkit.kernel.scheduler import conflict, Contracts, Footprint, Plan, PlannedCall, resources, schedule
+from toolkit._resources import canonical

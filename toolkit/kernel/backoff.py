@@ -88,20 +88,6 @@ class RetryDecision:
         return f"retry after {self.wait:g}s -> {self.state}" if self.retry else f"{self.action.value}: {self.reason}"
 
 
-def walk(policy: RetryPolicy, start: RetryState | None = None, seed: int | None = 0) -> list[RetryDecision]:
-    """Every decision from ``start`` (default ``(0, d0)``) when every retry fails: the retries, then escalation."""
-    rng = random.Random(seed)
-    decisions = [step(start or policy.start(), policy, rng)]
-    while decisions[-1].retry:
-        decisions.append(step(decisions[-1].state, policy, rng))
-    return decisions
-
-
-def plan(policy: RetryPolicy, start: RetryState | None = None, seed: int | None = 0) -> list[float]:
-    """The waits a policy grants before escalating, e.g. ``[1, 2, 4, 8]``."""
-    return [d.wait for d in walk(policy, start, seed) if d.retry]
-
-
 #: Failure classes a retry cannot repair: the call itself must change.
 NEVER_RETRY: frozenset[FailureClass] = frozenset({
     FailureClass.SCHEMA, FailureClass.AUTHORIZATION, FailureClass.PRECONDITION, FailureClass.POSTCONDITION})
@@ -146,10 +132,8 @@ def retry_verdict(contract: Contract | None, result: ToolResult, original: ToolC
 
 @dataclass
 class RetryController:
-    """The host's controller for one run: ``(n, d)`` per call id, a ``budget`` of retries, a ``deadline`` in seconds.
-
-    ``budget``/``deadline`` ``None`` mean no such limit; waits are drawn from ``random.Random(seed)``.
-    """
+    """The host's controller for one run: ``(n, d)`` per call id, an optional ``budget`` of retries and
+    ``deadline`` in seconds; waits are drawn from ``random.Random(seed)``."""
 
     policy: RetryPolicy = field(default_factory=RetryPolicy)
     budget: int | None = None
@@ -182,7 +166,3 @@ class RetryController:
         self.states[original.call_id], self.retries_used = decision.state, self.retries_used + 1
         self.elapsed += decision.wait
         return decision
-
-
-__all__ = ["Action", "Jitter", "NEVER_RETRY", "RetryController", "RetryDecision", "RetryPolicy", "RetryState",
-           "plan", "retry_verdict", "step", "walk"]

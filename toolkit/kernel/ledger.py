@@ -3,24 +3,21 @@
     invoke(f, x, k, L) = (L, L[k])               if k in dom(L)
                          (L ∪ {k ↦ y}, y)         if k not in dom(L), y = f_k(x)
 
-``invoke`` is the rule as a pure function over a dict. ``MemoryLedger.call``
-runs every call through ``invoke``, with what a real ledger adds around it:
-the same key with other arguments (another fingerprint) is a *conflict*, a key
-still in flight is *in progress*, an effect that did not happen frees its key,
-and one whose outcome is unknown keeps its claim. ``toolkit.effects.sqlite_ledger``
-gives the same answers from a file, so a key survives a crash. Every answer is
-an ``Answer``; nothing here raises on bad input. Hardening is reached through
-one function each: ``check_call`` (``toolkit._json``), ``run_effect``
-(``toolkit._outcomes``), ``ledger_refusal`` (``toolkit._refusals``).
+``invoke`` is the rule over a dict; ``MemoryLedger.call`` runs every call through it, with what a real ledger
+adds: the same key with another tool or other arguments is a *conflict*, a key still in flight is *in
+progress*, an effect that did not happen frees its key, one whose outcome is unknown keeps its claim.
+``toolkit.effects.sqlite_ledger`` gives the same answers from a file. Nothing here raises on bad input.
+Hardening, one function each: ``check_call`` (``toolkit._json``), ``run_effect`` (``toolkit._outcomes``),
+``ledger_refusal`` (``toolkit._refusals``); an answer is shown by ``toolkit._answers``.
 """
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable, Iterable, Mapping, Protocol, TypeVar, runtime_checkable
 
-from toolkit.kernel.call import FailureClass, Status, ToolError, ToolResult
+from toolkit.kernel.call import ToolError, ToolResult
+from toolkit._answers import answer_line, answer_result
 from toolkit._json import check_call
 from toolkit._outcomes import run_effect
 from toolkit._refusals import ledger_refusal
@@ -49,15 +46,6 @@ class LedgerStatus(str, Enum):
     INVALID = "invalid"          # bad key or arguments; nothing was touched
 
 
-_RESULT_STATUS = {
-    LedgerStatus.CONFLICT: (Status.REJECTED, FailureClass.PRECONDITION),
-    LedgerStatus.INVALID: (Status.REJECTED, FailureClass.SCHEMA),
-    LedgerStatus.IN_PROGRESS: (Status.RECOVERABLE_FAILURE, FailureClass.EXECUTION),
-    LedgerStatus.PENDING: (Status.TIMEOUT, FailureClass.TIMEOUT),
-    LedgerStatus.FAILED: (Status.FAILED, FailureClass.EXECUTION),
-}
-
-
 @dataclass(frozen=True)
 class Answer:
     """The ledger's answer to one call: a status, the (stored) result, or the reason it refused."""
@@ -73,11 +61,8 @@ class Answer:
         return self.status in (LedgerStatus.RAN, LedgerStatus.REPLAYED, LedgerStatus.RECONCILED)
 
     def line(self) -> str:
-        """One printable line, e.g. ``invoice-431: replayed -> {"invoice_id":"INV-9"}``."""
-        if self.ok:
-            shown = self.result.to_dict() if isinstance(self.result, ToolResult) else self.result
-            return f"{self.key}: {self.status.value} -> {json.dumps(shown, sort_keys=True, default=str)}"
-        return f"{self.key}: {self.status.value} ({self.error.line() if self.error else ''})"
+        """One printable line, e.g. ``invoice-431: replayed -> {"invoice_id": "INV-9"}`` (``toolkit._answers``)."""
+        return answer_line(self)
 
     def to_dict(self) -> dict[str, Any]:
         result = self.result.to_dict() if isinstance(self.result, ToolResult) else self.result
@@ -85,19 +70,8 @@ class Answer:
                 "error": self.error.to_dict() if self.error else None}
 
     def to_result(self, call_id: str) -> ToolResult:
-        """The ``ToolResult`` a model is shown for this answer, paired with ``call_id``."""
-        if isinstance(self.result, ToolResult):  # the tool's own result says it best
-            return replace(self.result, call_id=call_id)
-        if self.ok:
-            return ToolResult(call_id, Status.SUCCEEDED, output=self.result,
-                              evidence={"idempotency_key": self.key, "ledger": self.status.value})
-        status, failure_class = _RESULT_STATUS[self.status]
-        if self.status is LedgerStatus.FAILED and self.error is not None and self.error.retryable:
-            status = Status.RECOVERABLE_FAILURE
-        if self.status is LedgerStatus.IN_PROGRESS and self.error is not None and not self.error.retryable:
-            status, failure_class = Status.TIMEOUT, FailureClass.TIMEOUT   # nobody will finish it: unknown
-        return ToolResult(call_id, status, failure_class=failure_class, errors=(self.error,) if self.error else (),
-                          reason=self.error.code if self.error else self.status.value)
+        """The ``ToolResult`` a model is shown for this answer, paired with ``call_id`` (``toolkit._answers``)."""
+        return answer_result(self, call_id)
 
     # -- the refusals every ledger gives, worded once in ``toolkit._refusals`` ------
     @classmethod
@@ -196,5 +170,3 @@ def _recorded(effect: Callable[[Any], Any], x: Any, secret_fields: Iterable[str]
 class _NotRecorded(Exception):
     """The effect left nothing to record: ``args`` are ``run_effect``'s (verdict, value, error)."""
 
-
-__all__ = ["Answer", "Ledger", "LedgerStatus", "MemoryLedger", "invoke"]

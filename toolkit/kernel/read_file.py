@@ -9,28 +9,16 @@
     read_confined(root, p)     = rung 3 on confine(root, p)   (what the executor runs, always)
     write_confined(root, r, b) = rung 3's walk, then b in a new file renamed over r   (edit_file's write)
 
-Each rung catches what the one before it misses: rung 1 refuses ``../etc/passwd``
-and ``/ws_evil`` (``PurePosixPath.is_relative_to``, never ``str.startswith``);
-rung 2 refuses a link inside the workspace that points out of it; rung 3
-refuses a link swapped in after rungs 1 and 2 looked (a check, then a use, is a
-race), and FIFOs, devices and directories, unopened. ``src/../README.md`` is
-fine; ``../ws/README.md`` is not, even though it would come back. Nothing is
-decoded or expanded (``%2e%2e``, ``~``, ``$HOME`` are plain characters).
-
-``make_read_file`` puts the ladder into a contract, one validation layer each:
-schema ``{"path": string}``; the path layer (guard) is rungs 1 and 2; the
-business layer (precondition) asks for an existing small regular file, so a
-missing config gets a hint to switch tools. The executor climbs all three
-rungs again, whatever the layers: a file can change between check and read.
-``layers`` cuts layers out for the lesson (``READ_FILE_LAYERS``); with all
-cut, a hostile path is still refused, by rung 3, as a ``ReadRefused``.
-
-Every refusal is a ``toolkit._paths.PathRefused`` (``rung``, ``kind``,
-``error``); the system calls of rung 3 live in ``toolkit._nofollow``.
+Each rung catches what the one before it misses: rung 1 refuses ``../etc/passwd`` and ``/ws_evil``
+(``PurePosixPath.is_relative_to``, never ``str.startswith``); rung 2 a link inside the workspace that points
+out of it; rung 3 a link swapped in after rungs 1 and 2 looked (check, then use, is a race), and FIFOs,
+devices and directories, unopened. Nothing is decoded or expanded (``%2e%2e``, ``~``, ``$HOME`` are text).
+``make_read_file`` puts the ladder into a contract, one layer each (schema; path guard = rungs 1 and 2;
+an existing small file as precondition), and its executor climbs all three rungs again, whatever the
+layers. Every refusal is a ``toolkit._paths.PathRefused``; rung 3's system calls are ``toolkit._nofollow``.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
@@ -38,11 +26,12 @@ from typing import Any, Iterable
 
 from toolkit.kernel.legality import LAYER_OF, Layer
 from toolkit.kernel.contract import Condition, Contract, Retry
-from toolkit.kernel.call import Status, ToolError, ToolFailure
+from toolkit.kernel.call import ToolError
 from toolkit.kernel.host import Tool
 from toolkit._caps import MAX_FILE_BYTES
-from toolkit._nofollow import FileRead, Refuse, folder, read_nofollow, write_nofollow
-from toolkit._paths import PathRefused, no_readable_file, shown, text_problem
+from toolkit._nofollow import FileRead, folder, plain_relative, read_nofollow, write_nofollow
+from toolkit._paths import PathRefused, ReadRefused, shown, text_problem
+from toolkit._read_checks import EVIDENCE_MATCHES, existing_file
 from toolkit._workspace import Workspace
 
 _INSIDE = "a relative path inside the workspace"
@@ -88,23 +77,9 @@ def check_realpath(root: Path, path: str) -> PurePosixPath:
 
 
 # ------------------------------------------------------------------ rung 3
-def _rung3(relative: PurePosixPath | str, expected: str) -> tuple[PurePosixPath, Refuse]:
-    """The plain relative path rung 3 walks, and how it refuses."""
-    rel = PurePosixPath(relative)
-
-    def refuse(kind: str, why: str) -> PathRefused:
-        return PathRefused(3, kind, shown(str(relative)), why, expected)
-
-    if rel.is_absolute() or ".." in rel.parts:
-        raise refuse("traversal", "rung 3 opens only plain relative paths")
-    if not rel.parts:
-        raise refuse("not_regular", "it is a directory (the workspace itself)")
-    return rel, refuse
-
-
 def open_confined(root: Path, relative: PurePosixPath | str, max_bytes: int = MAX_FILE_BYTES) -> FileRead:
     """Rung 3: open ``relative`` under ``root`` without following any link, check it, read at most the cap."""
-    rel, refuse = _rung3(relative, f"a regular file of at most {max_bytes} bytes inside the workspace")
+    rel, refuse = plain_relative(relative, f"a regular file of at most {max_bytes} bytes inside the workspace")
     with folder(root, rel.parts[:-1], refuse) as dir_fd:      # every folder O_DIRECTORY | O_NOFOLLOW
         data = read_nofollow(dir_fd, rel.name, max_bytes, refuse)
     return FileRead.of(str(rel), data)
@@ -112,7 +87,7 @@ def open_confined(root: Path, relative: PurePosixPath | str, max_bytes: int = MA
 
 def write_confined(root: Path, relative: PurePosixPath | str, data: bytes) -> None:
     """Rung 3 for a write: the same no-follow walk, then a new file beside the old one renamed over it."""
-    rel, refuse = _rung3(relative, "a regular file inside the workspace")
+    rel, refuse = plain_relative(relative, "a regular file inside the workspace")
     with folder(root, rel.parts[:-1], refuse) as dir_fd:
         write_nofollow(dir_fd, rel.name, data, refuse)
 
@@ -129,37 +104,17 @@ def read_confined(root: Path, path: object, max_bytes: int = MAX_FILE_BYTES) -> 
     return open_confined(root, confine(root, path), max_bytes)
 
 
-def locate(root: Path | str, path: object) -> tuple[Path, PurePosixPath]:
-    """Rungs 1 and 2 for a folder given as any path: ``(real absolute path, real path relative to the root)``."""
-    try:
-        base = Path(root).resolve()
-    except (OSError, RuntimeError, ValueError):      # a workspace behind a link loop
-        raise PathRefused(2, "unresolvable", shown(path), "the workspace cannot be resolved", _INSIDE) from None
-    relative = confine(base, path)
-    return base / relative, relative
-
-
 # ------------------------------------------------------------- the contract
 #: The layers a read_file contract can carry, by switch name, each the layer (and legality test) it stands for.
 READ_FILE_LAYERS: dict[str, Layer] = {"schema": LAYER_OF["schema_ok"], "path": LAYER_OF["auth_ok"],
                                       "business": LAYER_OF["Pre"]}
 
 
-def read_file_switch(test: str) -> str:
-    """The switch that cuts the layer behind legality test ``test``: ``"auth_ok"`` -> ``"path"``."""
-    return next(name for name, layer in READ_FILE_LAYERS.items() if layer.test == test)
-
-
-READ_FILE_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string", "description": "A path relative to the workspace."},
-        "mode": {"type": "string", "enum": ["text", "lines"],
-                 "description": "text (default): the content as one string; lines: also split into lines."},
-    },
-    "required": ["path"],
-    "additionalProperties": False,
-}
+READ_FILE_SCHEMA = {"type": "object", "properties": {
+    "path": {"type": "string", "description": "A path relative to the workspace."},
+    "mode": {"type": "string", "enum": ["text", "lines"],
+             "description": "text (default): the content as one string; lines: also split into lines."}},
+    "required": ["path"], "additionalProperties": False}
 
 #: read_file as declared to a model; ``make_read_file`` binds it to a workspace.
 READ_FILE = Contract(
@@ -188,49 +143,13 @@ def path_guard(workspace: Workspace) -> Condition:
                      inside)
 
 
-def existing_file(workspace: Workspace) -> Condition:
-    """The business layer: an existing regular file within the cap. A path the path layer refuses is its to blame."""
-    def exists(arguments: dict, world: Any) -> bool | ToolError:
-        try:
-            entry = workspace.entry(_path_of(arguments))     # lstat only: advice; rung 3 checks again
-        except PathRefused:
-            return True
-        return no_readable_file(_path_of(arguments), entry, workspace.max_bytes) or True
-    return Condition("file_exists", f"path names an existing regular file of at most {workspace.max_bytes} bytes",
-                     exists)
-
-
-def _evidence_matches(arguments: dict, output: Any, world: Any) -> bool:
-    """Postcondition: size and sha256 describe the content returned (checked when the text is lossless)."""
-    evidence = output.get("evidence", {}) if isinstance(output, dict) else {}
-    if not isinstance(output, dict) or set(evidence) != {"size", "sha256"}:
-        return False
-    if not output.get("lossless"):
-        return True
-    data = output["content"].encode("utf-8")
-    return evidence == {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-
-
-EVIDENCE_MATCHES = Condition("evidence_matches", "size and sha256 are those of the bytes returned",
-                             _evidence_matches)
-
-
-class ReadRefused(ToolFailure):
-    """The executor's refusal (nothing read, so *rejected*), still knowing its rung (``refusal``, ``rung``)."""
-
-    def __init__(self, refusal: PathRefused):
-        super().__init__(Status.REJECTED, "path_refused", refusal.error.message, refusal.failure_class,
-                         error=refusal.error)
-        self.refusal, self.rung = refusal, refusal.rung
-
-
 def make_read_file(workspace: Path | str | Workspace, *, max_bytes: int = MAX_FILE_BYTES, must_exist: bool = True,
                    preconditions: Iterable[Condition] = (),
                    layers: Iterable[str] = tuple(READ_FILE_LAYERS)) -> Tool:
     """The read_file tool for one workspace: ``{"path", "resolved", "content", "lossless", "evidence"}``.
 
-    ``layers`` (switch names of ``READ_FILE_LAYERS``) says which layers the contract carries; the
-    executor's three rungs run regardless. A ``Workspace`` passed in brings its own ``max_bytes``.
+    ``layers`` (switch names of ``READ_FILE_LAYERS``) are the layers the contract carries; cut them all and
+    a hostile path is still refused, by rung 3, as a ``ReadRefused``. A ``Workspace`` brings its ``max_bytes``.
     """
     layers = frozenset(layers)
     unknown = layers.difference(READ_FILE_LAYERS)

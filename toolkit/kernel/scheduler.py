@@ -2,8 +2,7 @@
 
     wave(b) = 1 + max{ wave(a) : a asked before b and conflict(a, b) }     (0 when b conflicts with none)
 
-"Parallel requests" is not "parallel execution". How many calls a model put
-in one round says nothing about whether they may run at the same time; the
+How many calls a model put in one round says nothing about whether they may run at the same time; the
 resources they touch do. The rule is ``conflict``:
 
 =====================  ==========================  =======================
@@ -14,30 +13,21 @@ write-write            both write the same file    in request order
 read-write             read config, write config   in request order
 =====================  ==========================  =======================
 
-A call whose resources cannot be known (no contract, arguments that do not
-parse, a template field missing) is ordered against *every* other call: what
-the host cannot analyse, it serializes.
-
-Each contract declares resource templates (``reads=("file:{path}",)``);
-``resources`` fills them from a call's arguments and ``schedule`` orders the
-round into waves, a ``Plan``. A *data* dependency (a call whose arguments come
-from another call's result) cannot be seen within one round: every call in a
-round already has its arguments. It needs a second round, after the first
-results come back. Running a plan is ``toolkit.wire.rounds``.
-
-Before planning, the round's id rule (``toolkit._ids.round_refusals``, the
-same for every runner) refuses what cannot be answered by id: something that
-is not a ``ToolCall``, a call whose id is unusable, and every call sharing an
-id with another. Each item still gets exactly one result.
+A call whose resources cannot be known (no contract, arguments that do not parse, a template field
+missing) conflicts with *every* other call: what the host cannot analyse, it serializes. ``resources``
+fills a contract's templates (``reads=("file:{path}",)``) through ``toolkit._resources.footprint``;
+``schedule`` orders the round into waves, a ``Plan``, after the round's id rule
+(``toolkit._ids.round_refusals``) refused what cannot be answered by id. A *data* dependency (arguments
+that come from another call's result) needs a second round. Running a plan is ``toolkit.wire.rounds``.
 """
 from __future__ import annotations
 
-import posixpath
-import string
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from toolkit._ids import refusal_result, round_refusals
+from toolkit._plan_table import plan_table
+from toolkit._resources import footprint
 from toolkit._schema import parse_arguments
 from toolkit.kernel.call import ToolCall, ToolResult
 from toolkit.kernel.contract import Contract
@@ -59,34 +49,14 @@ def conflict(a: Footprint, b: Footprint) -> str:
     return ""
 
 
-# ------------------------------------------------------------------ resources
-def canonical(resource: str) -> str:
-    """One spelling per resource: ``file:./src//a.txt`` -> ``file:src/a.txt`` (lexically; links are not followed)."""
-    scheme, colon, rest = resource.partition(":")
-    if colon and scheme == "file" and rest:
-        rest = posixpath.normpath(rest.replace("\\", "/"))
-    return f"{scheme}{colon}{rest}"
-
-
 def resources(call: ToolCall, contract: Contract | None) -> tuple[frozenset[str], frozenset[str]] | None:
     """The resources a call reads and writes, or None when they cannot be known."""
     if contract is None or contract.name != call.name:
         return None
     arguments, errors = parse_arguments(call.arguments)
-    if errors or arguments is None:
-        return None
-    for template in contract.reads + contract.writes:
-        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f]
-        if any(f not in arguments for f in fields):
-            return None
-    try:
-        reads, writes = contract.resources(arguments)
-    except (ValueError, KeyError, IndexError, AttributeError):
-        return None
-    return frozenset(map(canonical, reads)), frozenset(map(canonical, writes))
+    return None if errors or arguments is None else footprint(contract, arguments)
 
 
-# ----------------------------------------------------------------------- plan
 @dataclass(frozen=True)
 class PlannedCall:
     """One call in a plan: what it touches, its wave, and the earlier calls it waits for (with why)."""
@@ -102,8 +72,7 @@ class PlannedCall:
 
 @dataclass(frozen=True)
 class Plan:
-    """A round's calls ordered into waves (``steps``, in call order), and ``(position, result)`` for each
-    item the round's id rule refused before planning."""
+    """A round's calls in waves (``steps``, in call order), and ``(position, result)`` for each refused item."""
 
     steps: tuple[PlannedCall, ...]
     refused: tuple[tuple[int, ToolResult], ...] = ()
@@ -133,33 +102,17 @@ class Plan:
                  "waits_for": [f"{cid} ({why})" for cid, why in s.waits_for]} for s in self.steps]
 
     def text(self) -> str:
-        """The plan as a small table, one line per call."""
-        lines = [f"{'wave':<5} {'call':<24} {'reads':<22} {'writes':<22} waits for"]
-        for s in sorted(self.steps, key=lambda s: (s.wave, s.position)):
-            call = f"{s.call.name} #{s.call.call_id}"
-            lines.append(f"{s.wave:<5} {call:<24} {', '.join(sorted(s.reads)) or '-':<22} "
-                         f"{', '.join(sorted(s.writes)) or '-':<22} "
-                         f"{'; '.join(f'{c} ({w})' for c, w in s.waits_for) or '-'}")
-        for position, result in self.refused:
-            lines.append(f"{'-':<5} item {position} refused: {result.reason}")
-        return "\n".join(lines)
+        """The plan as a small table, one line per call (``toolkit._plan_table``)."""
+        return plan_table(self.rows(), self.refused)
 
 
 Contracts = Any  # a Host (anything with .contract(name)) or a Mapping[str, Contract]
 
 
-def _lookup(contracts: Contracts, name: Any) -> Contract | None:
-    if isinstance(contracts, Mapping):
-        return contracts.get(name) if isinstance(name, str) else None
-    return contracts.contract(name)
-
-
 def schedule(calls: Sequence[Any], contracts: Contracts) -> Plan:
-    """Order one round's calls into waves from the resources their contracts declare.
+    """Order one round's calls into waves: each goes one wave after the latest earlier call it conflicts with.
 
-    A call goes in the wave after the latest earlier call it conflicts with,
-    so read-read shares a wave, and write-write and read-write keep request
-    order. ``contracts`` is a ``Host`` or a ``{name: Contract}`` mapping.
+    ``contracts`` is a ``Host`` or a ``{name: Contract}`` mapping.
     """
     items = list(calls)
     answer, refusals = round_refusals(items)
@@ -167,12 +120,15 @@ def schedule(calls: Sequence[Any], contracts: Contracts) -> Plan:
     for position, call in enumerate(items):
         if position in refusals:
             continue
-        found = resources(call, _lookup(contracts, call.name))
+        if isinstance(contracts, Mapping):
+            contract = contracts.get(call.name) if isinstance(call.name, str) else None
+        else:
+            contract = contracts.contract(call.name)
+        found = resources(call, contract)
         reads, writes = found if found is not None else (frozenset(), frozenset())
-        me = (reads, writes, found is not None)
         waits, wave = [], 0
-        for earlier in steps:
-            why = conflict((earlier.reads, earlier.writes, earlier.known), me)
+        for earlier in steps:                                  # the wave loop: after every conflict, in order
+            why = conflict((earlier.reads, earlier.writes, earlier.known), (reads, writes, found is not None))
             if why:
                 waits.append((earlier.call.call_id, why))
                 wave = max(wave, earlier.wave + 1)
@@ -180,4 +136,3 @@ def schedule(calls: Sequence[Any], contracts: Contracts) -> Plan:
     refused = tuple((p, refusal_result(answer[p], error)) for p, error in refusals.items())
     anonymous = frozenset(p for p, item in enumerate(items) if getattr(item, "call_id", None) != answer[p])
     return Plan(tuple(steps), refused, anonymous)
-

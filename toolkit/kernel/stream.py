@@ -2,25 +2,13 @@
 
     runnable(call) = 1{stop_reason ∈ COMPLETE} · 1{its arguments parse}      (a cut or missing reason: 0 for all)
 
-Until a stream (or a response) says it is complete, every call in it is an
-unfinished fragment. The stop reason decides, for the whole round at once:
-
-* a *complete* reason (``tool_calls``, ``tool_use``, ...) lets each call go on
-  to strict parsing and, if it parses, to the host;
-* a *cut* reason (``length``, ``max_tokens``, ...) refuses every call, even
-  one whose JSON happens to look finished;
-* no reason at all, or one nobody knows, is treated as cut.
-
-``COMPLETE`` and ``CUT`` are the one table of stop reasons; the stream
-assembler and the whole-response readers both read it. A refused call becomes
-a ``Refusal``: it never reaches an executor, yet still answers its call id,
-and keeps the raw arguments it arrived with, so the assistant turn that
-carried it can be written back unchanged beside its result.
-
-``Assembler`` collects a stream's fragments, one buffer per call index, and
-``Assembler.finish`` is the rule's real path: nothing is parsed, let alone
-run, before it. What a chunk can do wrong on the way in (ids and names sent in
-pieces, caps, closed blocks) is ``toolkit._stream_guards``.
+Until a stream (or a response) says it is complete, every call in it is an unfinished fragment. A *complete*
+stop reason (``tool_calls``, ``tool_use``, ...) lets each call go on to strict parsing; a *cut* one
+(``length``, ``max_tokens``, ...) refuses every call, even one whose JSON looks finished; none at all, or an
+unknown one, counts as cut. ``COMPLETE`` and ``CUT`` are the one table of stop reasons. A refused call is a
+``Refusal``: it never reaches an executor, yet answers its call id and keeps its raw arguments, so the turn
+that carried it can be written back unchanged. ``Assembler.finish`` is the rule's real path: nothing is
+parsed, let alone run, before it. What a chunk can do wrong on the way in is ``toolkit._stream_guards``.
 """
 from __future__ import annotations
 
@@ -33,8 +21,6 @@ from toolkit._schema import MAX_ARGUMENT_BYTES
 from toolkit._stream_guards import (Buffer, answered_once, capped_errors, parsed_call, preview_of,
                                     stream_incomplete, take)
 from toolkit.kernel.call import FailureClass, Status, ToolCall, ToolError, ToolResult
-
-__all__ = ["Assembler", "COMPLETE", "CUT", "completion_problem", "is_cut", "Refusal"]
 
 #: Stop reasons that mean "the calls are complete" (OpenAI, Anthropic, and the course's own).
 COMPLETE = frozenset({"tool_calls", "stop", "function_call", "tool_use", "end_turn", "stop_sequence", "complete"})
@@ -62,13 +48,10 @@ def is_cut(stop_reason: Any) -> bool:
 
 @dataclass(frozen=True)
 class Refusal:
-    """A call that will not reach an executor, and every reason why.
+    """A call that will not reach an executor, and every reason why; ``result`` still answers its call id.
 
-    It still answers its call id: ``result`` is the rejected ``ToolResult`` to
-    send back, so the conversation stays complete. ``call_id`` is None only
-    when there is no call to answer (a broken stream before any call began, or
-    a second call reusing an id that the first one already answers).
-    """
+    ``call_id`` is None only when there is nothing to answer (a stream broken before any call began, or a
+    second call reusing an id the first one answers)."""
 
     call_id: str | None
     name: str | None
@@ -97,13 +80,9 @@ class Refusal:
 class Assembler:
     """Collects streamed fragments into calls, one buffer per call index; ``finish`` is the completion signal.
 
-    ``add(index, call_id=..., name=..., arguments=...)`` takes whatever a chunk carried: ids and names repeated
-    or sent in pieces are joined, changed ones refused (``toolkit._stream_guards.take``). With
-    ``needs_close=True`` (Anthropic) a call is complete only if ``close(index)`` closed its block; with
-    ``envelope=True`` (the chapter's sketch) index 0 carries a whole ``{"name": ..., "arguments": {...}}``.
-    ``max_chars`` caps each call's argument text. A stream past a cap is *broken* (``broken`` says why):
-    the rest of it is ignored and every call in it refused. Calls sharing an id are all refused; the first
-    refusal answers the id.
+    With ``needs_close=True`` (Anthropic) a call is complete only once ``close(index)`` closed its block; with
+    ``envelope=True`` index 0 carries a whole ``{"name", "arguments"}``. ``max_chars`` caps each call's
+    argument text; past a cap the stream is *broken* (``broken`` says why) and every call in it refused.
     """
 
     def __init__(self, ids: IdMap | None = None, vendor: str = "stream", *, max_chars: int | None = None,
@@ -160,7 +139,8 @@ class Assembler:
 
     # -- fragments in, progress out (a preview is never a call)
     def add(self, index: int, *, call_id: Any = None, name: Any = None, arguments: Any = None) -> None:
-        """Take one chunk's worth of a call. Never raises on bad data: problems are kept for ``finish``."""
+        """One chunk's worth of a call (``toolkit._stream_guards.take``: ids and names sent in pieces are joined,
+        changed ones refused). Never raises on bad data: problems are kept for ``finish``."""
         if self.finished:
             raise RuntimeError("the round is finished; start a new Assembler")
         if self.broken is None:
@@ -179,4 +159,4 @@ class Assembler:
 
     def previews(self) -> list[Preview]:
         """A preview of every call still arriving, in index order."""
-        return [preview_of(self.buffers[i], self._call_id(self.buffers[i])) for i in sorted(self.buffers)]
+        return [self.preview(i) for i in sorted(self.buffers)]

@@ -1,0 +1,49 @@
+"""Chapter 05: a ledger's answer as a model and a reader see it: the ``ToolResult`` for a call id, and one line.
+
+    answer_result(answer, call_id) = the tool's own result (re-addressed) | succeeded with the stored output
+                                     | the refusal's status and failure class (the table below)
+
+``Answer.to_result`` and ``Answer.line`` (``toolkit.kernel.ledger``) are these two functions; the kernel's
+ledger never needs either to decide what runs.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+from toolkit.kernel.call import FailureClass, Status, ToolResult
+
+#: A refusal's ledger status -> the status and failure class of the result a model is shown.
+RESULT_STATUS = {
+    "conflict": (Status.REJECTED, FailureClass.PRECONDITION),
+    "invalid": (Status.REJECTED, FailureClass.SCHEMA),
+    "in_progress": (Status.RECOVERABLE_FAILURE, FailureClass.EXECUTION),
+    "pending": (Status.TIMEOUT, FailureClass.TIMEOUT),
+    "failed": (Status.FAILED, FailureClass.EXECUTION),
+}
+
+
+def answer_result(answer: Any, call_id: str) -> ToolResult:
+    """The ``ToolResult`` a model is shown for ``answer`` (a ``toolkit.kernel.Answer``), paired with ``call_id``."""
+    if isinstance(answer.result, ToolResult):  # the tool's own result says it best
+        return replace(answer.result, call_id=call_id)
+    if answer.ok:
+        return ToolResult(call_id, Status.SUCCEEDED, output=answer.result,
+                          evidence={"idempotency_key": answer.key, "ledger": answer.status.value})
+    error, status_name = answer.error, answer.status.value
+    status, failure_class = RESULT_STATUS[status_name]
+    if status_name == "failed" and error is not None and error.retryable:
+        status = Status.RECOVERABLE_FAILURE
+    if status_name == "in_progress" and error is not None and not error.retryable:
+        status, failure_class = Status.TIMEOUT, FailureClass.TIMEOUT   # nobody will finish it: unknown
+    return ToolResult(call_id, status, failure_class=failure_class, errors=(error,) if error else (),
+                      reason=error.code if error else status_name)
+
+
+def answer_line(answer: Any) -> str:
+    """One printable line, e.g. ``invoice-431: replayed -> {"invoice_id": "INV-9"}``, or the refusal's error."""
+    if answer.ok:
+        shown = answer.result.to_dict() if isinstance(answer.result, ToolResult) else answer.result
+        return f"{answer.key}: {answer.status.value} -> {json.dumps(shown, sort_keys=True, default=str)}"
+    return f"{answer.key}: {answer.status.value} ({answer.error.line() if answer.error else ''})"

@@ -1,0 +1,45 @@
+"""Chapter 01: read_file's business layer and postcondition: an existing small regular file; evidence that matches.
+
+    existing_file(ws)   Pre:  the path names an existing regular file of at most ``ws.max_bytes`` bytes
+    EVIDENCE_MATCHES    Post: the size and sha256 returned are those of the content returned
+
+``make_read_file`` (``toolkit.kernel.read_file``) puts both into its contract. The precondition is advice
+from an ``lstat``: the file may change before rung 3 opens it, and rung 3 checks again. A path the path
+layer refuses is the path layer's to blame, so the precondition lets it pass.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from toolkit.kernel.contract import Condition
+from toolkit.kernel.call import ToolError
+from toolkit._paths import PathRefused, no_readable_file
+
+
+def existing_file(workspace: Any) -> Condition:
+    """The business layer for a ``toolkit.Workspace``: a missing config gets a hint to switch tools."""
+    def exists(arguments: dict, world: Any) -> bool | ToolError:
+        path = arguments.get("path") if isinstance(arguments, dict) else None
+        try:
+            entry = workspace.entry(path)     # lstat only: advice; rung 3 checks again
+        except PathRefused:
+            return True
+        return no_readable_file(path, entry, workspace.max_bytes) or True
+    return Condition("file_exists", f"path names an existing regular file of at most {workspace.max_bytes} bytes",
+                     exists)
+
+
+def _evidence_matches(arguments: dict, output: Any, world: Any) -> bool:
+    """Size and sha256 describe the content returned (checked when the text is lossless)."""
+    evidence = output.get("evidence", {}) if isinstance(output, dict) else {}
+    if not isinstance(output, dict) or set(evidence) != {"size", "sha256"}:
+        return False
+    if not output.get("lossless"):
+        return True
+    data = output["content"].encode("utf-8")
+    return evidence == {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+EVIDENCE_MATCHES = Condition("evidence_matches", "size and sha256 are those of the bytes returned",
+                             _evidence_matches)
