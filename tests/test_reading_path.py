@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "toolkit" / "kernel"
 #: The kernel's budget, ``__init__.py`` included: at most this many files and lines (the reading path's length).
-KERNEL_FILES, KERNEL_LINES = 13, 2_700
+KERNEL_FILES, KERNEL_LINES = 12, 1_600
 
 
 def lines(path: Path) -> int:
