@@ -9,12 +9,12 @@ and the one question that matters:
 "cannot execute: no completion event yet"; only after it does the panel show the
 completed ``ToolCall`` objects (or, for a cut stream, the refusals).
 
-Every moment comes from ``toolkit.wire.stream_replay``, which feeds the real readers
+Every moment comes from ``course.worlds.stream_replay``, which feeds the real readers
 the same chunks, one at a time; this module only writes it out and draws it.
 """
 from __future__ import annotations
 
-from toolkit.wire import Moment, replay
+from course.worlds import Moment, replay
 from course.present.svg import (AMBER, BLUE, FAINT, GREEN, INK, LIGHT_AMBER, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER,
                                  RED, drawn_html, svg_figure, svg_rect, svg_text)
 
