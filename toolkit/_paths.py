@@ -26,6 +26,7 @@ from toolkit.kernel.call import FailureClass, ToolError
 from toolkit.kernel.contract import Condition
 from toolkit._caps import MAX_NAME_BYTES, MAX_PATH_BYTES
 from toolkit._schema import json_type
+from toolkit._show import shorten
 
 RUNG_NAMES = {1: "lexical", 2: "realpath", 3: "open"}
 
@@ -79,14 +80,14 @@ class PathRefused(Exception):
         return FailureClass.AUTHORIZATION if self.kind in AUTHORIZATION_KINDS else FailureClass.PRECONDITION
 
 
-def shown(path: object, limit: int = 60) -> str:
-    """How a requested path appears in messages: quoted, escaped, shortened; absolute paths not echoed."""
+def shown(path: object) -> str:
+    """How a requested path appears in messages: shortened (``shorten``), then quoted and escaped; absolute
+    paths not echoed."""
     if not isinstance(path, str):
         return f"a non-string ({json_type(path)})"
     if path.startswith("/"):
         return "an absolute path"
-    text = repr(path)
-    return text if len(text) <= limit else repr(path[: limit - 8]) + "..."
+    return repr(shorten(path))
 
 
 def text_problem(path: object) -> tuple[str, str] | None:
