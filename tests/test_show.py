@@ -121,6 +121,23 @@ def test_every_cut_ends_in_the_one_marker(path: Path):
     assert own_marks(path) == []
 
 
+def bare_limits(path: Path) -> list[str]:
+    """Every call of a ``_show`` cutter in ``path`` whose limit is a bare number rather than a named cap."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in CUTTERS:
+            limits = [*node.args[1:2], *(k.value for k in node.keywords if k.arg == "limit")]
+            if any(isinstance(a, ast.Constant) and type(a.value) is int for a in limits):
+                found.append(f"{relative(path)}:{node.lineno} cuts to a number no cap names")
+    return found
+
+
+@pytest.mark.parametrize("path", [p for p in sources() if p.is_relative_to(ROOT / "toolkit")], ids=relative)
+def test_the_library_cuts_to_named_caps(path: Path):
+    """In the library every limit is a cap of ``toolkit/_caps.py`` (a panel's width in ``course`` is its own)."""
+    assert bare_limits(path) == []
+
+
 def test_the_finder_sees_each_way_of_cutting(tmp_path: Path):
     """The finders above catch the patterns they are meant to (so an empty answer means something)."""
     sample = tmp_path / "sample.py"
@@ -132,6 +149,7 @@ def test_the_finder_sees_each_way_of_cutting(tmp_path: Path):
         "def d(text):\n    return shorten(text, 40, '...\"')\n"
         "def f(shown, limit):\n    return shorten(shown, limit, '...' + shown[0])\n", encoding="utf-8")
     cuts, marks = own_cuts(sample), own_marks(sample)
+    assert len(bare_limits(sample)) == 1     # shorten(text, 40, ...)
     assert sorted(c.split(" ", 1)[1] for c in cuts) == ["cuts text to a length", "cuts what it measured with len()",
                                                   "glues a cut marker to a slice", "glues a cut marker to a slice",
                                                                "writes a cut marker beside a slice"]
