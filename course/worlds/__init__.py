@@ -1,4 +1,8 @@
-"""Worlds (scenery for every chapter): the billing fake and service, the crash harness, Agent-427's folder.
+"""Worlds (scenery for every chapter): the billing fake and service, the crash harness, Agent-427's folder, the demos.
+
+The demos are what a chapter shows beside the library: recorded streams replayed chunk by chunk, two small MCP
+servers written the SDK's way, a toy constrained generator, a stand-in tool picker, the stage table the transaction
+diagram draws and the waits a retry policy produces, seen from outside.
 
 Each name below is defined in the module it is listed under; that module loads on first use.
 """
