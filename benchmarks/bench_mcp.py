@@ -2,7 +2,7 @@
 
 Both servers run as stdio processes started by the official client (``stdio_client`` + ``ClientSession``):
 ``python -m toolkit.mcp serve`` (the contract host: schema, path test, precondition, confined read, postcondition,
-a ``ToolResult`` as ``structuredContent``) and ``python -m toolkit.mcp.demo_servers naive`` (the SDK's
+a ``ToolResult`` as ``structuredContent``) and ``python course/worlds/demo_servers.py naive`` (the SDK's
 ``MCPServer`` with a plain ``def read_file(path: str)``). Each answers ``read_file`` on the same 1 KB file;
 the calls alternate between the two sessions (after 5 warm-up calls each), 50 timed calls each, and the medians
 are compared. That is done in 5 rounds over the same sessions; the round with the median ratio is reported,
@@ -34,7 +34,7 @@ async def measure(workspace: Path) -> list[dict[str, list[float]]]:
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    from toolkit.mcp import course_server_command, naive_server_command
+    from course.worlds import course_server_command, naive_server_command
 
     commands = {"course": course_server_command(workspace), "plain": naive_server_command(workspace)}
     rounds: list[dict[str, list[float]]] = []

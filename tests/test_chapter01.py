@@ -23,7 +23,7 @@ import toolkit as tk
 from toolkit import wire as v
 from toolkit.effects import AuditLog, run_audited
 from toolkit.kernel import NEXT_STEP
-from toolkit.effects import call_stages
+from course.worlds import call_stages
 from course.present import transaction_diagram as td
 from course.present.read_file_panel import ReadFilePanel
 from course.present.svg import AMBER, RED

@@ -15,7 +15,7 @@ import pytest
 import toolkit as tk
 from course.worlds import agent427 as a
 from course.worlds import correct_step, Episode, format_call, inspect_step
-from toolkit.files import compare_masking, generate
+from course.worlds import compare_masking, generate
 from course.worlds import agent427_preferences
 from toolkit.files import EDIT_FILE_SCHEMA, file_sha256, tree_digest
 from toolkit.files import import_claims, read_exports

@@ -14,7 +14,7 @@ from toolkit.files import edit_file_contract
 from course.present.scoring_panel import ScoringPanel, choice_text
 from toolkit.advice import SAFEGUARDS, WHEN_TO_USE, TaskProperties, lean_path, required_safeguards
 from course.present.plots import flip_point
-from toolkit.advice import pick_tool
+from course.worlds import pick_tool
 from toolkit.wire import tools_for
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,8 @@ import pytest
 
 import toolkit as tk
 from toolkit.kernel import Action, Jitter, RetryPolicy, RetryController, RetryState, plan, retry_verdict, step, walk
-from toolkit.effects import arrival_times, jitter_waits, peak_load, plan_rows, run_with_retries
+from toolkit.effects import run_with_retries
+from course.worlds import arrival_times, jitter_waits, peak_load, plan_rows
 from course.worlds import CREATE_INVOICE
 from toolkit.kernel import MEANING, NEXT_STEP, POINTS_AT
 from course.present import formulas

@@ -17,7 +17,8 @@ from toolkit.kernel import schedule
 from toolkit.wire import SKETCH_FRAMES, AnthropicStream, Assembler, anthropic_stream, frames, openai_stream
 from toolkit.wire import IdMap, fixture
 from toolkit.kernel import Refusal, completion_problem, conflict
-from toolkit.wire import SSEDecoder, describe_chunk, replay, split_events
+from toolkit.wire import SSEDecoder
+from course.worlds import describe_chunk, replay, split_events
 from course.worlds import ROUND_FILES, FileRound, SlowDisk, StepRecorder, write_file_contract
 from course.present.schedule_plots import TOOL_COLOURS, Timeline, timeline, timeline_text, timelines
 from course.present.stream_panel import WAITING, StreamPanel

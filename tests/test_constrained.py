@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 import toolkit as tk
 from course.worlds import agent427 as a
-from toolkit.files import CLOSE, Preferences, SchemaMask, compare_masking, generate
+from course.worlds import CLOSE, Preferences, SchemaMask, compare_masking, generate
 from course.worlds import agent427_preferences
 from toolkit.files import EDIT_FILE_SCHEMA, tree_digest
 

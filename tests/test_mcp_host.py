@@ -18,8 +18,9 @@ mcp_types = pytest.importorskip("mcp.types")
 
 from toolkit.kernel import Caller, Condition, Retry, Status, ToolFailure
 from toolkit.kernel import MemoryLedger
-from toolkit.mcp import (McpConnection, McpHost, SECRET, Trust, adopt_tool, guarded_tickets,  # noqa: E402
-                         naive_vs_contract, remote_output, stored_tickets, tickets_server_command)
+from toolkit.mcp import McpConnection, McpHost, Trust, adopt_tool, remote_output  # noqa: E402
+from course.worlds import (SECRET, guarded_tickets, naive_vs_contract, stored_tickets,  # noqa: E402
+                           tickets_server_command)
 
 from processes import live_children  # noqa: E402
 
@@ -244,7 +245,7 @@ def test_guarded_tickets_counts_one_ticket_and_asks_before_closing(tmp_path):
 
 def test_the_host_in_front_of_the_courses_own_server(tmp_path):
     """Both directions at once: a refusal from the far side comes back as a failed call with the server's line."""
-    from toolkit.mcp import course_server_command, plant_secret
+    from course.worlds import course_server_command, plant_secret
 
     workspace = plant_secret(tmp_path)
     before = live_children()

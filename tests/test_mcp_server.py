@@ -18,7 +18,8 @@ mcp_types = pytest.importorskip("mcp.types")
 
 from toolkit.kernel import Host
 from toolkit.kernel import READ_FILE_SCHEMA
-from toolkit.mcp import McpConnection, answer_call, catalog_tools, course_server_command, workspace_roots  # noqa: E402
+from toolkit.mcp import McpConnection, answer_call, catalog_tools, workspace_roots  # noqa: E402
+from course.worlds import course_server_command  # noqa: E402
 
 from processes import live_children as children  # noqa: E402
 
@@ -215,7 +216,8 @@ def test_the_registration_json_starts_the_server(tmp_path):
 def test_importing_the_toolkit_loads_no_mcp_sdk():
     """The SDK loads when a server or a connection is made, not at ``import toolkit`` (nor ``import toolkit.mcp``)."""
     code = ("import json, sys, toolkit, toolkit.mcp\n"
-            "from toolkit.mcp import McpHost, Trust, naive_vs_contract\n"
+            "from toolkit.mcp import McpHost, Trust\n"
+            "from course.worlds import naive_vs_contract\n"
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types', 'anyio'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0, done.stderr

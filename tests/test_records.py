@@ -160,7 +160,7 @@ def test_long_summaries_are_cut():
 
 def test_the_chapter01_diagram_lists_only_moves_the_record_allows():
     """``call_stages`` is what the chapter 01 diagram draws; every move it lists is a legal record move."""
-    from toolkit.effects import BRANCHES, STAGES, Branch, main_moves, moves, not_drawn, status_of
+    from course.worlds import BRANCHES, STAGES, Branch, main_moves, moves, not_drawn, status_of
 
     drawn = moves()
     assert all(b in TRANSITIONS[a] for a, b in drawn)

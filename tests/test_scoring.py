@@ -37,7 +37,7 @@ def test_flip_point_is_where_the_choice_changes():
 
 
 def test_a_model_can_only_pick_a_declared_tool_and_the_declaration_decides():
-    from toolkit.advice import declaration_words, pick_tool
+    from course.worlds import declaration_words, pick_tool
     read = {"name": "read_file", "description": "Return the content of one file."}
     edit = {"name": "edit_file", "description": "Replace text in a file of the build."}
     clear = pick_tool("return the content of the build script", [read, edit])

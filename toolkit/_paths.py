@@ -27,6 +27,7 @@ from toolkit.kernel.call import FailureClass, Status, ToolError, ToolFailure
 from toolkit.kernel.contract import Condition
 from toolkit._caps import MAX_NAME_BYTES, MAX_PATH_BYTES
 from toolkit._schema import json_type
+from toolkit._show import shorten
 
 RUNG_NAMES = {1: "lexical", 2: "realpath", 3: "open"}
 
@@ -89,14 +90,14 @@ class ReadRefused(ToolFailure):
         self.refusal, self.rung = refusal, refusal.rung
 
 
-def shown(path: object, limit: int = 60) -> str:
-    """How a requested path appears in messages: quoted, escaped, shortened; absolute paths not echoed."""
+def shown(path: object) -> str:
+    """How a requested path appears in messages: shortened (``shorten``), then quoted and escaped; absolute
+    paths not echoed."""
     if not isinstance(path, str):
         return f"a non-string ({json_type(path)})"
     if path.startswith("/"):
         return "an absolute path"
-    text = repr(path)
-    return text if len(text) <= limit else repr(path[: limit - 8]) + "..."
+    return repr(shorten(path))
 
 
 def text_problem(path: object) -> tuple[str, str] | None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from toolkit._caps import MAX_DEPTH, MAX_SECRETS_REMEMBERED
-from toolkit._show import REDACTED, is_secret_name, pointer_for, scrub, secret_values, spellings
+from toolkit._show import REDACTED, is_secret_name, pointer_for, scrub, secret_values, shorten, spellings
 
 #: What the text of a preview shows instead of a secret-named field's value.
 MASK = json.dumps(REDACTED)
@@ -57,7 +57,7 @@ class Preview:
 
     def line(self, width: int = 40) -> str:
         """One display line, e.g. ``#0 read_file  18 chars  keys $.path  | { "path": "src/co``."""
-        shown = self.text if len(self.text) <= width else "..." + self.text[-(width - 3):]
+        shown = shorten(self.text, width, keep_end=True)
         keys = ", ".join(self.keys) or "-"
         return f"#{self.index} {self.name or '?'}  {len(self.text)} chars  keys {keys}  | {shown}"
 

@@ -3,7 +3,7 @@
 Every message, log line and transcript that repeats something a model sent goes through here, one function
 per job, each cut to its cap in ``toolkit._caps`` and ending in the one cut marker (``CUT_MARK``):
 
-    shorten(text)            any text, cut to a limit
+    shorten(text)            any text, cut to a limit (or its start cut, to keep the latest part)
     echo_text / echo_value   what an error's message or ``received`` may repeat of a value
     call_line(...)           the one printed line of a call: ``read_file({"path": "a.txt"}) #call_1``
     summarize(arguments)     a record's or an audit row's one-line argument summary
@@ -28,9 +28,15 @@ from toolkit._caps import (CUT_MARK, MAX_ARGUMENT_BYTES, MAX_CALL_LINE_CHARS, MA
 from toolkit.kernel.call import ToolError
 
 
-def shorten(text: str, limit: int = MAX_ECHO_CHARS, tail: str = CUT_MARK) -> str:
-    """``text`` cut to at most ``limit`` characters, ending in ``tail`` when something was cut."""
-    return text if len(text) <= limit else text[: limit - len(tail)] + tail
+def shorten(text: str, limit: int = MAX_ECHO_CHARS, keep_end: bool = False) -> str:
+    """``text`` cut to at most ``limit`` characters, ending in ``CUT_MARK`` when something was cut.
+
+    With ``keep_end`` the start is cut instead and the text begins with the mark (a preview shows the latest part).
+    """
+    if len(text) <= limit:
+        return text
+    kept = limit - len(CUT_MARK)
+    return CUT_MARK + text[len(text) - kept:] if keep_end else text[:kept] + CUT_MARK
 
 
 def call_line(name: Any, arguments: Any, call_id: Any = None, secret_fields: Iterable[str] = (),

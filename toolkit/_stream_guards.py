@@ -33,13 +33,13 @@ from dataclasses import replace
 from typing import Any
 
 from toolkit import _schema as schema
-from toolkit._caps import MAX_CALL_ID_CHARS, MAX_ECHO_CHARS, MAX_ERRORS_PER_CALL, MAX_NAME_CHARS, MAX_OPEN_CALLS
+from toolkit._caps import MAX_CALL_ID_CHARS, MAX_ERRORS_PER_CALL, MAX_NAME_CHARS, MAX_OPEN_CALLS
 from toolkit._preview import KeyScanner, Preview
-from toolkit._show import shorten
+from toolkit._show import echo_value
 from toolkit.kernel.call import ToolCall, ToolError
 
 __all__ = ["answered_once", "assemble_field", "Buffer", "capped_errors", "field_too_long", "over_cap",
-           "parsed_call", "preview_of", "shown_value", "stream_incomplete", "stream_invalid", "take"]
+           "parsed_call", "preview_of", "stream_incomplete", "stream_invalid", "take"]
 
 
 def stream_incomplete(message: str, received: Any = None, hint: str = "") -> ToolError:
@@ -82,15 +82,6 @@ def field_too_long(value: Any, cap: int) -> bool:
     if isinstance(value, int):
         return value.bit_length() > 64
     return isinstance(value, str) and len(value) > cap
-
-
-def shown_value(value: Any) -> Any:
-    """What an error may echo of a value a stream sent: short text, a small integer, else its JSON type."""
-    if isinstance(value, str):
-        return shorten(value, MAX_ECHO_CHARS)
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() <= 64:
-        return value
-    return type(value).__name__
 
 
 def over_cap(pointer: str, what: str, cap_name: str, cap: int, unit: str, hint: str = "") -> ToolError:
@@ -162,7 +153,7 @@ def take(buffers: dict[int, Buffer], index: Any, call_id: Any, name: Any, argume
     buf = buffers.get(index) if type(index) is int else None
     if buf is None:
         if type(index) is not int or index < 0:
-            return stream_invalid("$.index", "a call index must be a non-negative integer", shown_value(index))
+            return stream_invalid("$.index", "a call index must be a non-negative integer", echo_value(index))
         if len(buffers) >= MAX_OPEN_CALLS:
             return over_cap(f"$[{index}]", "the calls in this stream", "MAX_OPEN_CALLS", MAX_OPEN_CALLS, "calls")
         buf = buffers[index] = Buffer(index)
@@ -202,7 +193,7 @@ def _identify(buf: Buffer, call_id: Any, name: Any) -> ToolError | None:
         broken = None
         if why == "changed":
             broken = buf.problem(stream_invalid(f"{where}.{field}", f"{label} changed mid-stream",
-                                                [shown_value(current), shown_value(value)]))
+                                                [echo_value(current), echo_value(value)]))
         elif why:
             broken = buf.problem(stream_invalid(f"{where}.{field}", f"{label} is not a string", type(value).__name__))
         elif field_too_long(grown, cap):        # no real tool or id is that long: the stream is broken
@@ -240,7 +231,7 @@ def _open_envelope(envelope: Any) -> tuple[str | None, Any, list[ToolError]]:
     extra = sorted(set(envelope) - {"name", "arguments"})
     if extra:
         return None, None, [ToolError("unexpected_property", f"$.{extra[0]}", "unexpected property",
-                                      expected="name and arguments", received=shown_value(extra[0]))]
+                                      expected="name and arguments", received=echo_value(extra[0]))]
     name = envelope.get("name")
     if not isinstance(name, str) or not name:
         return None, None, [ToolError("missing_required", "$.name", "a call needs a tool name",

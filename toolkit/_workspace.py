@@ -85,7 +85,7 @@ class Workspace:
             real = ladder.check_realpath(self.root, path)
             steps.append(RungStep(2, "pass", repr(str(real))))
             got = ladder.open_confined(self.root, real, self.max_bytes)
-            steps.append(RungStep(3, "pass", f"{got.size} bytes, sha256 {got.sha256[:12]}..."))
+            steps.append(RungStep(3, "pass", f"{got.size} bytes, sha256 {got.sha256[:12]}"))
         except PathRefused as refusal:
             steps.append(RungStep(refusal.rung, "refused", refusal.why))
         return steps + [RungStep(n, "not reached") for n in range(len(steps) + 1, 4)]

@@ -1,13 +1,13 @@
 """Chapter 06: the drawing for retries: the herd of clients under each jitter variant.
 
 The data behind the herd drawing (``jitter_waits``, ``arrival_times``,
-``peak_load``) is computed in ``toolkit.effects.waits``; ``herd_svg`` only draws
+``peak_load``) is computed in ``course.worlds.waits``; ``herd_svg`` only draws
 it (inline SVG, like the panels, so no plotting library is imported for it).
 """
 from __future__ import annotations
 
 from toolkit.kernel import RetryPolicy
-from toolkit.effects import arrival_times, jitter_waits, peak_load
+from course.worlds import arrival_times, jitter_waits, peak_load
 from course.present.svg import BLUE, FAINT, INK, MUTED, PAPER, RED, svg_circle, svg_figure, svg_line, svg_rect, svg_text
 
 

@@ -9,12 +9,13 @@ and the one question that matters:
 "cannot execute: no completion event yet"; only after it does the panel show the
 completed ``ToolCall`` objects (or, for a cut stream, the refusals).
 
-Every moment comes from ``toolkit.wire.stream_replay``, which feeds the real readers
+Every moment comes from ``course.worlds.stream_replay``, which feeds the real readers
 the same chunks, one at a time; this module only writes it out and draws it.
 """
 from __future__ import annotations
 
-from toolkit.wire import Moment, replay
+from toolkit._show import shorten
+from course.worlds import Moment, replay
 from course.present.svg import (AMBER, BLUE, FAINT, GREEN, INK, LIGHT_AMBER, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER,
                                  RED, drawn_html, svg_figure, svg_rect, svg_text)
 
@@ -96,7 +97,7 @@ def stream_svg(moments: list[Moment], position: int) -> str:
         for f in range(fragments):
             parts.append(svg_rect(203 + f * 14, y + 9, 11, 20, LIGHT_AMBER, AMBER, rx=2, data_fragment=f + 1))
         text = getattr(preview, "text", "")
-        shown = text if len(text) <= 34 else "…" + text[-33:]
+        shown = shorten(text, 34, keep_end=True)      # the latest characters, as many as the buffer box holds
         parts.append(svg_text(210 + fragments * 14, y + 24, shown, 11, MUTED, mono=True))
         if done is None:
             state, colour, fill = "arriving: not a call yet", AMBER, LIGHT_AMBER

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import textwrap
 
+from toolkit._show import shorten
 from course.present.text_view import STYLE
 
 INK, MUTED, FAINT, PAPER = "#24292f", "#57606a", "#d0d7de", "#f6f8fa"
@@ -72,9 +73,8 @@ def svg_lines(x: float, y: float, text: str, width: int, size: float = 11, fill:
               anchor: str = "start", most: int = 3) -> tuple[str, int]:
     """``text`` wrapped at ``width`` characters as stacked ``<text>`` rows (at most ``most``); (svg, rows)."""
     rows = textwrap.wrap(text, width) or [""]
-    if len(rows) > most:
-        rows = rows[:most]
-        rows[-1] = rows[-1][: max(0, width - 1)] + "…"
+    if len(rows) > most:     # the last row holds the rest of the text, cut to the width
+        rows = rows[:most - 1] + [shorten(" ".join(rows[most - 1:]), width)]
     parts = [svg_text(x, y + i * size * lead, row, size, fill, anchor) for i, row in enumerate(rows)]
     return "".join(parts), len(rows)
 

@@ -1,6 +1,6 @@
 """Chapter 01: a call is a small transaction: the chapter's diagram, drawn from the record's own state machine.
 
-What the picture shows is listed, and checked, in ``toolkit.effects.call_stages``:
+What the picture shows is listed, and checked, in ``course.worlds.call_stages``:
 the main line's *stages*, each tagged with the execution-record state the call
 is in once that stage has passed, and the side branches, each a *move* of that
 record. ``moves()`` checks every move against ``records.TRANSITIONS`` before
@@ -18,8 +18,8 @@ import re
 import textwrap
 
 # Branch, Stage and status_of are not used here; they stay importable as ``transaction_diagram.X`` for chapter 01.
-from toolkit.effects import (BRANCHES, STAGES, Branch, RecordState, Stage, main_moves, moves, not_drawn,
-                             status_of)
+from toolkit.effects import RecordState
+from course.worlds import BRANCHES, STAGES, Branch, Stage, main_moves, moves, not_drawn, status_of
 from course.present.svg import (AMBER, BLUE, GREY, INK, MUTED, PAPER, RED, svg_arrow, svg_figure, svg_lines, svg_rect,
                                  svg_text)
 

@@ -1,4 +1,8 @@
-"""Worlds (scenery for every chapter): the billing fake and service, the crash harness, Agent-427's folder.
+"""Worlds (scenery for every chapter): the billing fake and service, the crash harness, Agent-427's folder, the demos.
+
+The demos are what a chapter shows beside the library: recorded streams replayed chunk by chunk, two small MCP
+servers written the SDK's way, a toy constrained generator, a stand-in tool picker, the stage table the transaction
+diagram draws and the waits a retry policy produces, seen from outside.
 
 Each name below is defined in the module it is listed under; that module loads on first use.
 """
@@ -21,15 +25,19 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
                         "issue_invoice", "list_invoices", "MAX_AMOUNT", "MAX_STUDENT", "open_books",
                         "student_errors", "trace_sentence"),
     "books": ("Books", "LOG_FAULTS"),
+    "call_stages": ("Branch", "BRANCHES", "main_moves", "moves", "not_drawn", "Stage", "STAGES", "status_of"),
     "catalog": ("CREATE_INVOICE", "invoice_contract"),
     "children": ("default_start_method", "in_one_child", "process_context", "reap"),
     "class_experiment": ("billing_for_class", "BILLING_URL_VARIABLE", "class_billing_url", "ClassRun",
                          "default_student", "FIRST_ORDER", "LOCAL_WHERE", "run_class_experiment"),
     "class_tally": ("class_counts", "ClassCounts", "CountsWatch", "Tally", "tally", "UNTAGGED"),
+    "constrained": ("CLOSE", "compare_masking", "effective_required", "generate", "Generation", "Preferences",
+                    "SchemaMask", "TokenChoice"),
     "course_versions": ("course_minimums", "PROJECT", "release_of", "version_report"),
     "crash": ("run_scenario", "run_scenarios"),
     "crash_agents": ("agent", "CRASH_POINTS", "die_at", "EventLog", "KEY", "KILLED", "MODES", "ORDER"),
     "crash_designs": ("AGENT_TEXT", "crash_matrix", "guarded_run", "GuardedRun", "IN_MEMORY", "matrix_table"),
+    "demo_servers": ("demo_server_command", "naive_server", "stored_tickets", "TICKETS_FILE", "tickets_server"),
     "demo_tree": ("attempt", "Attempted", "common_errors", "demo_workspace", "DemoRequest", "DemoTree", "FILES",
                   "HOSTILE", "LINK_OUT", "REQUESTS", "SECRETS"),
     "deploy": ("accepted_adapter", "compare_adapters", "DEPLOY_ACCEPTED", "deploy_host", "DEPLOY_SETTLED",
@@ -51,5 +59,10 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "ledger_scene": ("deliver", "LostAnswer", "new_books", "ORDER_432", "retry_variants"),
     "round_scene": ("FileRound", "ROUND_FILES", "SlowDisk", "write_file_contract"),
     "scratch": ("ScratchFolder",),
+    "sidebyside": ("course_server_command", "guarded_tickets", "naive_server_command", "naive_vs_contract",
+                   "plant_secret", "SECRET", "tickets_server_command"),
     "step_recorder": ("StepRecorder",),
+    "stream_replay": ("describe_chunk", "Moment", "replay", "split_events"),
+    "tool_choice": ("declaration_words", "pick_tool", "ToolPick"),
+    "waits": ("arrival_times", "jitter_waits", "peak_load", "plan_rows"),
 })

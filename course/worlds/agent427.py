@@ -31,8 +31,8 @@ from typing import Any, Iterator
 
 from toolkit.kernel import (Caller, Host, Outcome, Status, Test, ToolCall, ToolError, ToolResult, Verdict,
                             rejection, request)
-from toolkit.files import (CLOSE, Exports, Preferences, check_imports, make_edit_file, make_inspect_exports,
-                           read_exports)
+from toolkit.files import Exports, check_imports, make_edit_file, make_inspect_exports, read_exports
+from course.worlds import CLOSE, Preferences
 
 #: The scenario folder shipped with the package (never edited; copy it first).
 SCENARIO = Path(__file__).resolve().parent / "scenarios" / "agent427"

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.kernel import ScriptedPolicy, State, ToolCall, ToolError, ToolResult, evaluate, request
+from toolkit._show import shorten
 from course.worlds import (BUILD_SCRIPT, Proposal, ProposalHost, corrected_proposal, episode_host, first_proposal,
                            read_build_script, scenario_copy, transition)
 from course.worlds.agent427 import TASK
@@ -92,14 +93,14 @@ def run_agent427(workspace: Path | str | None = None) -> Episode:
         return Episode(root, state, host, before, read_build_script(root))
 
 
-def format_call(call: Any, limit: int = 44) -> list[str]:
-    """A tool call in the chapter's layout, one argument per line; long values are cut with ``...``."""
+def format_call(call: Any, limit: int = 47) -> list[str]:
+    """A tool call in the chapter's layout, one argument per line; a value is cut to ``limit`` characters."""
     args = call.arguments if isinstance(call.arguments, dict) else {"<arguments>": call.arguments}
     head = f"{call.name}({{"
     lines = []
     for i, (key, value) in enumerate(args.items()):
         text = value if isinstance(value, str) else json.dumps(value)
-        shown = json.dumps(text[:limit] + "..." if len(text) > limit else text, ensure_ascii=False)
+        shown = json.dumps(shorten(text, limit), ensure_ascii=False)
         lines.append(f"{head if i == 0 else ' ' * len(head)}{json.dumps(key)}: {shown}")
     if not lines:
         return [f"{call.name}({{}})"]

@@ -194,7 +194,7 @@ class Attempted:
         if r.errors:
             rows.append(f"error      {r.errors[0].line()}")
         if r.ok:
-            rows.append(f"evidence   {r.evidence['size']} bytes, sha256 {r.evidence['sha256'][:16]}...")
+            rows.append(f"evidence   {r.evidence['size']} bytes, sha256 {r.evidence['sha256'][:16]}")
         files = ", ".join(self.opened)
         rows.append(f"touched    {'yes: opened ' + files if self.opened else 'no: no file was opened'}")
         return rows

@@ -7,5 +7,4 @@ from toolkit._exports import lazy_exports
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "causes": ("Cause", "cause_of", "CAUSES", "GENERAL"),
     "safeguards": ("lean_path", "required_safeguards", "SAFEGUARDS", "TaskProperties", "WHEN_TO_USE"),
-    "tool_choice": ("declaration_words", "pick_tool", "ToolPick"),
 })

@@ -7,7 +7,6 @@ from toolkit._exports import lazy_exports
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "audit": ("AuditLog", "run_audited", "Story"),
     "audit_chain": ("against_anchor", "Anchor", "AUDIT_COLUMNS", "AUDIT_SCHEMA", "chain_digest", "chain_key", "check_chain", "GENESIS", "schema_problems", "Verification", "verify_audit_file", "walk_chain"),
-    "call_stages": ("Branch", "BRANCHES", "main_moves", "moves", "not_drawn", "Stage", "STAGES", "status_of"),
     "database": ("connect", "transaction"),
     "leases": ("claim_owner", "existing_answer", "lease_length", "lease_state", "LIVE", "settle_row", "storage_failure"),
     "metrics": ("CallRow", "measure", "MetricsReport", "Rate", "rows_from_attempts", "rows_from_audit"),
@@ -16,5 +15,4 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "sqlite_ledger": ("SqliteLedger",),
     "stored_results": ("decode_result", "encode_result"),
     "timeouts": ("classify_retry", "COMPENSATION", "Compensation", "compensation_table", "RecordUnavailable", "RemoteTimeout", "RetryKind", "TimeoutDecision", "TimeoutRuntime"),
-    "waits": ("arrival_times", "jitter_waits", "peak_load", "plan_rows"),
 })

@@ -1,4 +1,4 @@
-"""File tools (chapters 01 and 03): edit_file, exports and import claims, constrained generation, the open witness.
+"""File tools (chapters 01 and 03): edit_file, exports and import claims, the open witness.
 
 Each name below is defined in the module it is listed under; that module loads on first use.
 """
@@ -6,7 +6,6 @@ from toolkit._exports import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "claims": ("check_claim", "check_imports", "import_claims", "ImportClaim", "introduced_claims"),
-    "constrained": ("CLOSE", "compare_masking", "effective_required", "generate", "Generation", "Preferences", "SchemaMask", "TokenChoice"),
     "edit_file": ("edit_file_contract", "EDIT_FILE_SCHEMA", "file_sha256", "make_edit_file", "module_name", "resolve_in_workspace", "sha256_bytes", "tree_digest", "unique_offset"),
     "exports": ("exported_names", "Exports", "find_module", "make_inspect_exports", "read_exports", "RULE_ALL", "RULE_PUBLIC", "workspace_modules"),
     "witness": ("files_opened", "Open", "opened_outside", "recording_opens"),

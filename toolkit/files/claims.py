@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolkit.kernel import ToolError
+from toolkit._show import shorten
 from toolkit.files import find_module, read_exports
 
 
@@ -51,7 +52,7 @@ def import_claims(code: str, importer: str = "") -> tuple[list[ImportClaim], lis
         tree = ast.parse(code)
     except SyntaxError as exc:
         return [], [ToolError("precondition_failed", f"code line {exc.lineno or 1}", f"does not parse: {exc.msg}",
-                              expected="Python source that parses", received=(exc.text or "").strip()[:80],
+                              expected="Python source that parses", received=shorten((exc.text or "").strip()),
                               hint="send complete statements")]
     except ValueError:  # e.g. NUL bytes
         return [], [ToolError("precondition_failed", "code", "does not parse: source contains NUL bytes",

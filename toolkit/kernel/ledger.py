@@ -21,6 +21,7 @@ from toolkit._answers import answer_line, answer_result
 from toolkit._json import check_call
 from toolkit._outcomes import run_effect
 from toolkit._refusals import ledger_refusal
+from toolkit._show import shorten
 
 Y = TypeVar("Y")
 
@@ -82,7 +83,7 @@ class Answer:
 
     @classmethod
     def invalid(cls, key: Any, error: ToolError) -> Answer:
-        return cls(LedgerStatus.INVALID, key if isinstance(key, str) else repr(key)[:40], error=error)
+        return cls(LedgerStatus.INVALID, key if isinstance(key, str) else shorten(repr(key)), error=error)
 
 
 @runtime_checkable

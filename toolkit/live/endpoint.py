@@ -26,6 +26,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from toolkit._show import shorten
+
 #: The vendors a live run can speak to.
 LIVE_VENDORS = ("openai", "anthropic")
 _KEY_VARIABLE = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -65,7 +67,7 @@ def endpoint_from(vendor: str, model: str, base_url: str | None = None, api_key:
     if vendor == "openai" and not base_url:
         base_url = env.get("OPENAI_BASE_URL") or None
     if base_url is not None and not str(base_url).startswith(("http://", "https://")):
-        raise LiveConfigError(f"the base URL must start with http:// or https://, got {str(base_url)[:60]!r}")
+        raise LiveConfigError(f"the base URL must start with http:// or https://, got {shorten(str(base_url))!r}")
     key = api_key or env.get(_KEY_VARIABLE[vendor], "")
     if not key and base_url and not any(host in base_url for host in _OFFICIAL_HOSTS):
         key = "local"        # a server on your own machine takes any key

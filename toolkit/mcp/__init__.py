@@ -7,11 +7,8 @@ from toolkit._exports import lazy_exports
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "adoption": ("adopt_tool", "adopted_schema", "hint", "Trust"),
     "connection": ("CALL_SECONDS", "MAX_PAGES", "McpConnection", "START_SECONDS"),
-    "demo_servers": ("demo_server_command", "naive_server", "stored_tickets", "TICKETS_FILE", "tickets_server"),
     "remote": ("Approver", "McpHost", "remote_output"),
     "server": ("answer_call", "build_server", "call_result", "CATALOG", "catalog_tools", "LOG_KEEP", "mcp_call_id",
                "mcp_text", "registration", "serve_stdio", "SERVER_NAME", "serving_host", "tool_listing",
                "without_root", "workspace_roots"),
-    "sidebyside": ("course_server_command", "guarded_tickets", "naive_server_command", "naive_vs_contract",
-                   "plant_secret", "SECRET", "tickets_server_command"),
 })

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from toolkit.kernel import Condition, Contract, Retry
-from toolkit._show import shorten
+from toolkit._caps import MAX_DESCRIPTION_CHARS
+from toolkit._show import echo_text, shorten
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def adopt_tool(tool: Any, trust: Trust = Trust()) -> Contract | str:
         return "a tool without a name"
     schema = adopted_schema(getattr(tool, "input_schema", None), trust.close_schemas)
     if isinstance(schema, str):
-        return f"{shorten(name, 40)}: {schema}"
+        return f"{echo_text(name)}: {schema}"
     destructive = hint(tool, "destructive_hint") is True
     approval = name in trust.risky or destructive
     key_field = trust.idempotency_fields.get(name, "")
@@ -80,7 +81,7 @@ def adopt_tool(tool: Any, trust: Trust = Trust()) -> Contract | str:
     why = "listed as risky by the host" if name in trust.risky else "the server marks it destructive"
     try:
         contract = Contract(
-            name=name, description=shorten(str(getattr(tool, "description", "") or ""), 1000), schema=schema,
+            name=name, description=shorten(str(getattr(tool, "description", "") or ""), MAX_DESCRIPTION_CHARS), schema=schema,
             permissions=tuple(trust.permissions.get(name, ())), preconditions=tuple(trust.preconditions.get(name, ())),
             needs_approval=approval, reversible=not approval, retry=retry, idempotency_field=key_field,
             risk=0.5 if approval else 0.1, risk_category=why if approval else "as the server describes it",
@@ -88,7 +89,7 @@ def adopt_tool(tool: Any, trust: Trust = Trust()) -> Contract | str:
                                                              "idempotent_hint")}})
         compile_schema(contract.schema)
     except Exception as exc:   # a pattern no ECMA engine compiles, a schema the metaschema refuses
-        return f"{shorten(name, 40)}: its inputSchema cannot be enforced ({type(exc).__name__})"
+        return f"{echo_text(name)}: its inputSchema cannot be enforced ({type(exc).__name__})"
     return contract
 
 

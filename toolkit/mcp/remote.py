@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable
 from toolkit.kernel import (Caller, CallIds, Contract, FailureClass, Host, Status, Tool, ToolCall, ToolError,
                             ToolFailure, ToolResult, check, invoke_with_ledger, request)
 from toolkit._ids import refusal_result, round_refusals
+from toolkit._caps import MAX_SERVER_ERROR_CHARS
 from toolkit._show import shorten
 from toolkit.mcp import Trust, adopt_tool
 
@@ -37,7 +38,7 @@ def remote_output(result: Any) -> Any:
     content = getattr(result, "content", None) or []
     texts = [getattr(c, "text", "") for c in content if getattr(c, "type", "") == "text"]
     if getattr(result, "is_error", False):
-        line = shorten(" ".join(texts).strip() or "the server reported an error", 200)
+        line = shorten(" ".join(texts).strip() or "the server reported an error", MAX_SERVER_ERROR_CHARS)
         error = ToolError("execution_failed", "tools/call", f"the MCP server answered isError: {line}",
                           hint="read the server's message; the effect may not have happened", retryable=False)
         raise ToolFailure(Status.FAILED, "execution_failed", error.message, FailureClass.EXECUTION, error=error)

@@ -16,7 +16,6 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "recorded": ("fixture", "fixture_names"),
     "rounds": ("Execute", "RoundReport", "run_plan", "run_round", "Timing"),
     "sse": ("SSEDecoder", "SSEEvent", "StreamBroken"),
-    "stream_replay": ("describe_chunk", "Moment", "replay", "split_events"),
     "vendor_messages": ("anthropic_assistant_message", "anthropic_calls", "anthropic_tool_results", "mcp_call", "mcp_request", "mcp_response", "openai_assistant_message", "openai_calls", "openai_tool_messages", "result_text"),
     "vendor_streams": ("anthropic_stream", "AnthropicStream", "openai_stream", "OpenAIStream"),
     "vendors": ("anthropic_tool", "mcp_annotations", "MCP_HINTS", "mcp_tool", "openai_tool", "strict_problems", "tools_for"),

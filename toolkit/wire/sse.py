@@ -148,10 +148,10 @@ class SSEDecoder:
                 raise StreamBroken(self._too_large(f"event {self.dispatched + 1}", "the event's data"))
             self._data.append(value)
         elif name == "event":
-            self._event = shorten(value, 64)
+            self._event = shorten(value)
         elif name in ("id", "retry"):
             return
         else:
-            shown = shorten(scrub(name, ()), 30)
+            shown = shorten(scrub(name, ()))
             raise StreamBroken(stream_invalid(f"line {self.lines}", f"not a server-sent-event field: {shown!r}",
                                               f"a line of {len(line)} characters"))

@@ -27,7 +27,8 @@ from toolkit.wire import IdMap
 from toolkit.wire import Preview
 from toolkit.wire import SSEDecoder, SSEEvent, StreamBroken
 from toolkit._stream_guards import stream_incomplete, stream_invalid
-from toolkit._stream_guards import over_cap, shown_value
+from toolkit._show import echo_text, echo_value
+from toolkit._stream_guards import over_cap
 
 
 def _chunks(body: Any) -> Iterator[Any]:
@@ -118,7 +119,7 @@ class _VendorStream:
 
 def _index(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise StreamBroken(stream_invalid(where, "index must be a non-negative integer", shown_value(value)))
+        raise StreamBroken(stream_invalid(where, "index must be a non-negative integer", echo_value(value)))
     return value
 
 
@@ -147,7 +148,7 @@ class OpenAIStream(_VendorStream):
         chunk = self._json(event)
         if "error" in chunk:
             error = chunk["error"] if isinstance(chunk["error"], dict) else {}
-            kind = str(error.get("type") or error.get("code") or "error")[:40]
+            kind = echo_text(str(error.get("type") or error.get("code") or "error"))
             raise StreamBroken(stream_incomplete(f"the server reported an error: {kind}", "error event",
                                                  "nothing was run; try the request again"))
         choices = chunk.get("choices", [])
@@ -205,10 +206,10 @@ class AnthropicStream(_VendorStream):
         where = f"event {event.number}"
         if event.event and kind != event.event:
             raise StreamBroken(stream_invalid(where, f"event name {event.event!r} does not match data type "
-                                                     f"{shown_value(kind)!r}"))
+                                                     f"{echo_value(kind)!r}"))
         if kind == "error":
             error = data.get("error") if isinstance(data.get("error"), dict) else {}
-            kind = str(error.get("type", "error"))[:40]
+            kind = echo_text(str(error.get("type", "error")))
             raise StreamBroken(stream_incomplete(f"the server reported an error: {kind}", "error event",
                                                  "nothing was run; try the request again"))
         if kind == "content_block_start":
@@ -219,7 +220,7 @@ class AnthropicStream(_VendorStream):
             if len(self.blocks) >= MAX_OPEN_CALLS:
                 raise StreamBroken(over_cap(f"{where}.index", "the content blocks in this message", "MAX_OPEN_CALLS",
                                             MAX_OPEN_CALLS, "blocks"))
-            self.blocks[index] = str(shown_value(block.get("type")))
+            self.blocks[index] = echo_text(block.get("type"))
             if block.get("type") == "tool_use":
                 if block.get("input") not in (None, {}):
                     raise StreamBroken(stream_invalid(f"{where}.content_block.input",
@@ -233,13 +234,13 @@ class AnthropicStream(_VendorStream):
             if self.blocks[index] == "tool_use":
                 if dtype != "input_json_delta":
                     raise StreamBroken(stream_invalid(f"{where}.delta.type",
-                                                      "a tool_use block takes input_json_delta", shown_value(dtype)))
+                                                      "a tool_use block takes input_json_delta", echo_value(dtype)))
                 self.assembler.add(index, arguments=_text_or_none(delta.get("partial_json"), f"{where}.partial_json"))
             elif dtype == "text_delta":
                 self._text.append(_text_or_none(delta.get("text"), f"{where}.text") or "")
             elif dtype not in self._IGNORED_DELTAS:
                 raise StreamBroken(stream_invalid(f"{where}.delta.type", f"unexpected delta for a "
-                                                  f"{self.blocks[index]} block", shown_value(dtype)))
+                                                  f"{self.blocks[index]} block", echo_value(dtype)))
         elif kind == "content_block_stop":
             index = _index(data.get("index"), f"{where}.index")
             if index not in self.blocks:

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from toolkit.kernel import ToolError
-from toolkit._show import shorten
+from toolkit._caps import MAX_FRAGMENT_CHARS
+from toolkit._show import echo_value, shorten
 from toolkit._schema import compile_schema, parse_arguments
 
 CLOSE = "}"
@@ -138,7 +139,7 @@ class TokenChoice:
         return self.allowed is not None and self.wanted != self.chosen
 
     def line(self) -> str:
-        shown = lambda v: v if self.kind == "key" else shorten(json.dumps(v), 40, '..."')
+        shown = lambda v: v if self.kind == "key" else json.dumps(echo_value(v, MAX_FRAGMENT_CHARS))
         allowed = "" if self.allowed is None else f"; mask allowed {', '.join(map(str, map(shown, self.allowed)))}"
         return f"token {self.position}: model wanted {shown(self.wanted)}{allowed}; wrote {shown(self.chosen)}"
 
@@ -267,10 +268,9 @@ def compare_masking(preferences: Preferences, schema: Mapping[str, Any], max_tok
     """Unmasked vs masked for the same preferences, as printable lines."""
     free, short, masked = (generate(preferences, None, max_tokens), generate(preferences, None, cut),
                            generate(preferences, schema, max_tokens))
-    cut_mark = '..."'
-    lines = [f"unmasked:            {shorten(free.text, 90, cut_mark)}",
+    lines = [f"unmasked:            {shorten(free.text)}",
              f"unmasked, {cut} tokens: {short.text}   <- {short.stopped}: no closing brace",
-             f"masked:              {shorten(masked.text, 90, cut_mark)}", "mask interventions:"]
+             f"masked:              {shorten(masked.text)}", "mask interventions:"]
     return lines + [f"  {line}" for line in masked.interventions()]
 
 

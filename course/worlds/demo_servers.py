@@ -1,13 +1,13 @@
 """Chapter 09: two small servers written the SDK's own way (its decorator server), for the chapter to connect to.
 
-    python -m toolkit.mcp.demo_servers naive --workspace DIR     # read_file as a plain function: no contract
-    python -m toolkit.mcp.demo_servers tickets --folder DIR      # open / close / list tickets kept in DIR
+    python course/worlds/demo_servers.py naive --workspace DIR    # read_file as a plain function: no contract
+    python course/worlds/demo_servers.py tickets --folder DIR     # open / close / list tickets kept in DIR
 
 ``naive``: the tool most tutorials write first, ``def read_file(path: str)``
 that opens ``workspace/path``. The SDK checks that ``path`` is a string and
 nothing else, so ``../secret.txt`` is read from outside the workspace and
 returned with ``isError: false``. It exists to be compared with the course's
-server (``toolkit.mcp.sidebyside``); never point it at a folder that matters.
+server (``course.worlds.sidebyside``); never point it at a folder that matters.
 
 ``tickets``: a server whose tools a host should not take at their word.
 ``open_ticket`` appends a ticket each time it runs (not safe to repeat; the
@@ -85,7 +85,7 @@ def tickets_server(folder: str) -> Any:
 
 def demo_server_command(argv: list[str] | None = None) -> int:
     """``naive --workspace DIR`` or ``tickets --folder DIR``: serve over stdio until stdin closes."""
-    parser = argparse.ArgumentParser(prog="python -m toolkit.mcp.demo_servers")
+    parser = argparse.ArgumentParser(prog="python course/worlds/demo_servers.py")
     commands = parser.add_subparsers(dest="which", required=True)
     commands.add_parser("naive").add_argument("--workspace", required=True)
     commands.add_parser("tickets").add_argument("--folder", required=True)

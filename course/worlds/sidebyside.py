@@ -25,6 +25,9 @@ from toolkit.mcp import McpConnection
 from toolkit.mcp import McpHost
 
 SECRET = "PLANTED-SECRET: this file lies outside the workspace"
+#: The demo servers start from their file, not as ``course.worlds.demo_servers``: a server process is given a
+#: bare environment (no ``PYTHONPATH``), and the file is found wherever the course was unpacked.
+DEMO_SERVERS = str(Path(__file__).with_name("demo_servers.py"))
 
 
 def course_server_command(workspace: Path | str, tools: Iterable[str] = ("read_file",)) -> list[str]:
@@ -34,12 +37,12 @@ def course_server_command(workspace: Path | str, tools: Iterable[str] = ("read_f
 
 def naive_server_command(workspace: Path | str) -> list[str]:
     """The command that serves the naive, plain-function read_file over ``workspace``."""
-    return [sys.executable, "-m", "toolkit.mcp.demo_servers", "naive", "--workspace", str(workspace)]
+    return [sys.executable, DEMO_SERVERS, "naive", "--workspace", str(workspace)]
 
 
 def tickets_server_command(folder: Path | str) -> list[str]:
     """The command that serves the tickets tools, keeping tickets in ``folder``."""
-    return [sys.executable, "-m", "toolkit.mcp.demo_servers", "tickets", "--folder", str(folder)]
+    return [sys.executable, DEMO_SERVERS, "tickets", "--folder", str(folder)]
 
 
 def plant_secret(scratch: Path | str) -> Path:
@@ -99,7 +102,7 @@ def _line(label: str, result: ToolResult) -> str:
 
 def guarded_tickets(scratch: Path | str) -> list[str]:
     """An ``McpHost`` in front of the tickets server, step by step; the last lines count what really happened."""
-    from toolkit.mcp import stored_tickets
+    from course.worlds import stored_tickets
 
     folder = Path(scratch) / "tickets"
     folder.mkdir(parents=True, exist_ok=True)

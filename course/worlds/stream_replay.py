@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolkit.kernel import ToolCall
-from toolkit._show import scrub, shorten
+from toolkit._caps import MAX_FRAGMENT_CHARS
+from toolkit._show import echo_text, scrub, shorten
 from toolkit.kernel import Refusal
 from toolkit.wire import KeyScanner, Preview
 from toolkit.wire import fixture
@@ -114,9 +115,9 @@ def split_events(body: str) -> list[str]:
     return pieces
 
 
-def _quoted(text: Any, limit: int = 40) -> str:
-    shown = repr(scrub(text, ()) if isinstance(text, str) else text)
-    return shorten(shown, limit, "..." + shown[0])   # keep the quote it opened
+def _quoted(text: Any) -> str:
+    """A fragment as a replay line shows it: masked, shortened (``MAX_FRAGMENT_CHARS``), then quoted."""
+    return repr(shorten(scrub(text, ()), MAX_FRAGMENT_CHARS)) if isinstance(text, str) else echo_text(repr(text))
 
 
 def describe_chunk(vendor: str, chunk: str, seen: dict[int, tuple[Any, Any]],
@@ -135,11 +136,11 @@ def describe_chunk(vendor: str, chunk: str, seen: dict[int, tuple[Any, Any]],
     try:
         events = decoder.feed(chunk)
         if decoder.pending():
-            return f"event cut short {_quoted(chunk.strip(), 30)}"
+            return f"event cut short {_quoted(chunk.strip())}"
         return "; ".join(_describe_event(vendor, event, seen, scanners) for event in events) or \
             "(nothing about calls)"
     except (StreamBroken, ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError):
-        return f"unreadable chunk {_quoted(chunk.strip(), 30)}"
+        return f"unreadable chunk {_quoted(chunk.strip())}"
 
 
 def _describe_event(vendor: str, event: SSEEvent, seen: dict[int, tuple[Any, Any]],
