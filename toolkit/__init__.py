@@ -10,10 +10,10 @@ The package is laid out by how far a reader needs to go:
     kernel/   chapters 01-08  the rules, one per file, formula first (``toolkit/READING.md`` is the reading path)
     _*.py     hardening the kernel calls, one function each: caps, echoes and redaction, JSON and
               fingerprints, schemas and ECMA patterns, call-id rules, path refusals, stream guards
-    advice/   chapters 02-06  what the chapters advise: the usual causes of refusals, safeguards, tool choice
+    advice/   chapters 02-06  what the chapters advise: the usual causes of refusals, the safeguards a task needs
     effects/  chapters 05-07  the durable ledger, timeouts, records, audit, metrics
     wire/     chapters 01, 08 SSE framing, vendor formats and streams, pairing, running a round
-    files/    chapters 01, 03 edit_file, exports, the open witness, constrained generation
+    files/    chapters 01, 03 edit_file, exports, the open witness, import claims
     live/     chapter 09      a real model through the official SDKs, the same loop, offline on recordings
     mcp/      chapter 09      the course's tools served over MCP, and the contract host in front of any MCP server
 
