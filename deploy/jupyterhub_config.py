@@ -78,6 +78,10 @@ c.JupyterHub.db_url = f"sqlite:///{state / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(state / "jupyterhub.pid")
 c.JupyterHub.tornado_settings = {"slow_spawn_timeout": 0}    # a spawn request answers 202 at once
+# A room starting at once on a small machine: 20 servers took 37 s on 2 cores; give a busy machine room before a
+# spawn counts as failed (JupyterHub's defaults are 60 s to start and 30 s to answer).
+c.Spawner.start_timeout = 180
+c.Spawner.http_timeout = 120
 c.JupyterHub.proxy_class = "configurable-http-proxy"
 c.ConfigurableHTTPProxy.command = [str(BIN / "configurable-http-proxy")]   # the Python proxy: no node
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{proxy_api_port}"

@@ -437,7 +437,7 @@ class ClassCycle:
                 "shared: " + ", ".join(f"{name} {rss / MIB:.0f} MiB" for name, rss in self.shared.items())]
 
 
-def class_cycle(base: Path, students: dict[str, bool], ready_within: float = 60) -> ClassCycle:
+def class_cycle(base: Path, students: dict[str, bool], ready_within: float = 180) -> ClassCycle:
     """Hub up, students made and started at once, the experiment in every kernel, the dashboard, everything stopped."""
     cycle = ClassCycle()
     figures = cycle.figures
