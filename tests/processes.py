@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import os
+import threading
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Iterator
 
 
 def live_children() -> list[int]:
@@ -17,3 +21,17 @@ def live_children() -> list[int]:
             if int(fields[1]) == os.getpid() and fields[0] != "Z":
                 found.append(int(entry.name))
     return found
+
+
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` served on 127.0.0.1 from a thread; yields the server's ``/v1`` base URL, then shuts it down."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from processes import serving
 
 import toolkit as tk
 from toolkit.kernel import Jitter, RetryPolicy, plan
@@ -53,15 +53,8 @@ def scripted_server(script, then=None):
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", received
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serving(Handler) as url:
+        yield url, received
 
 
 def ask(base_url, retries, slept):

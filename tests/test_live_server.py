@@ -9,11 +9,11 @@ import contextlib
 import json
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from processes import serving
 
 import toolkit as tk
 from toolkit.live import chat_for, endpoint_from, make_client, recording, run_task, sse_body
@@ -48,15 +48,8 @@ def compatible_server(responses):
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", received
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serving(Handler) as url:
+        yield url, received
 
 
 @pytest.fixture
