@@ -21,7 +21,8 @@ import tracemalloc
 from typing import Callable, Iterable
 
 from toolkit._caps import MAX_ARGUMENT_BYTES, MAX_EVENT_BYTES, MAX_OPEN_CALLS
-from toolkit.wire import AnthropicStream, Assembler, OpenAIStream, SSEDecoder, StreamBroken
+from toolkit.wire import AnthropicStream, OpenAIStream, SSEDecoder, StreamBroken
+from toolkit.kernel import Assembler
 
 AIM_SECONDS, AIM_MB = 1.0, 50.0
 

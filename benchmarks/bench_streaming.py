@@ -24,7 +24,8 @@ import time
 from unittest import mock
 
 from toolkit import _schema as schema
-from toolkit.wire import Assembler, OpenAIStream
+from toolkit.wire import OpenAIStream
+from toolkit.kernel import Assembler
 
 LINE = 'export const config = { "name": "demo", path: "src/config.ts", retries: 3 };\n'
 FRAGMENT = 100   # characters per fragment: 1 MB arrives in about 10,000 fragments

@@ -35,3 +35,14 @@ def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def reply(handler: BaseHTTPRequestHandler, status: int, data: bytes, content_type: str = "application/json",
+          **headers: str) -> None:
+    """Answer the request ``handler`` is serving: a status, ``data`` with its type and length, any extra headers."""
+    handler.send_response(status)
+    for name, value in {"content-type": content_type, **headers}.items():
+        handler.send_header(name, value)
+    handler.send_header("content-length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)

@@ -207,7 +207,7 @@ def place_audit(tmp: Path) -> str:
 
 
 def place_streaming() -> str:
-    from toolkit.wire import Assembler
+    from toolkit.kernel import Assembler
 
     # A preview cannot mask a password that free text repeats before the password field itself has arrived
     # (it does not know yet that the words are a secret): the model's fields arrive here secret fields first.
@@ -225,7 +225,8 @@ def place_streaming() -> str:
 
 
 def place_vendor_messages() -> str:
-    from toolkit.wire import IdMap, openai_tool_messages, anthropic_tool_results
+    from toolkit.wire import openai_tool_messages, anthropic_tool_results
+    from toolkit.kernel import IdMap
 
     host = host_for(failing_tools()["tool_error"])
     ids = IdMap()

@@ -21,6 +21,7 @@ import pytest
 
 import toolkit as tk
 from toolkit import wire as v
+from toolkit.kernel import IdMap
 from toolkit.effects import AuditLog, run_audited
 from toolkit.kernel import NEXT_STEP
 from course.worlds import call_stages
@@ -31,7 +32,8 @@ from course.worlds import FILES, HOSTILE, REQUESTS, SECRETS, attempt, demo_works
 from toolkit.files import files_opened, recording_opens
 from toolkit.effects import TRANSITIONS, RecordState
 from toolkit._schema import compile_schema, schema_errors
-from toolkit.wire import Assembler, Preview
+from toolkit.kernel import Assembler
+from toolkit._preview import Preview
 from toolkit.kernel import Refusal
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -299,7 +301,7 @@ def test_three_vendors_one_contract_and_every_call_answered(tree):
         tool = v.tools_for(vendor, [read_file.contract])[0]
         assert read_file.contract.schema in (tool.get("function", {}).get("parameters"), tool.get("input_schema"),
                                              tool.get("inputSchema"))
-    ids = v.IdMap()
+    ids = IdMap()
     openai_calls = v.openai_calls(v.fixture("openai_response.json"), ids)
     anthropic_calls = v.anthropic_calls(v.fixture("anthropic_response.json"), ids)
     mcp_calls = [v.mcp_call(v.fixture("mcp_tools_call_request.json"), ids),
@@ -576,7 +578,7 @@ def test_when_the_model_sends_no_ids_the_host_allocates_them_and_answers_under_t
     anonymous = copy.deepcopy(v.fixture("openai_response.json"))
     for tool_call in anonymous["choices"][0]["message"]["tool_calls"]:
         del tool_call["id"]
-    ids = v.IdMap()
+    ids = IdMap()
     minted = v.openai_calls(anonymous, ids)
     answered = v.openai_tool_messages(tk.Host.of([tk.make_read_file(tree.ws)]).run_round(minted), ids)
     assert [c.call_id for c in minted] == ["call_1", "call_2", "call_3"]

@@ -12,10 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
+from toolkit._preview import Preview
 from toolkit.wire import naive_pairing, pair_results, run_plan, run_round
 from toolkit.kernel import schedule
-from toolkit.wire import SKETCH_FRAMES, AnthropicStream, Assembler, anthropic_stream, frames, openai_stream
-from toolkit.wire import IdMap, fixture
+from toolkit.wire import SKETCH_FRAMES, AnthropicStream, anthropic_stream, frames, openai_stream
+from toolkit.kernel import Assembler
+from toolkit.wire import fixture
+from toolkit.kernel import IdMap
 from toolkit.kernel import Refusal, completion_problem, conflict
 from toolkit.wire import SSEDecoder
 from course.worlds import describe_chunk, replay, split_events
@@ -206,7 +209,7 @@ def test_panel_is_executable_exactly_from_the_completion_chunk(name):
     for moment in moments:
         assert moment.executable == (complete and moment.position >= signal), (name, moment.position)
         assert bool(moment.refusals) == (not complete and moment.position >= signal), (name, moment.position)
-        assert all(isinstance(p, tk.wire.Preview) and not isinstance(p, tk.ToolCall) for p in moment.previews)
+        assert all(isinstance(p, Preview) and not isinstance(p, tk.ToolCall) for p in moment.previews)
     if complete:
         reader = openai_stream if vendor == "openai" else anthropic_stream
         assert [c.summary() for c in moments[-1].calls] == [c.summary() for c in reader(fixture(name))]

@@ -13,7 +13,7 @@ import socket
 from http.server import BaseHTTPRequestHandler
 
 import pytest
-from processes import serving
+from processes import reply, serving
 
 import toolkit as tk
 from toolkit.kernel import Jitter, RetryPolicy, plan
@@ -42,13 +42,7 @@ def scripted_server(script, then=None):
             self.rfile.read(int(self.headers.get("content-length", 0)))
             received.append(self.path)
             status, headers, body = script[len(received) - 1] if len(received) <= len(script) else then
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            for name, value in {"content-type": "application/json", **headers}.items():
-                self.send_header(name, value)
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            reply(self, status, json.dumps(body).encode(), **headers)
 
         def log_message(self, *args):
             pass

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
-from processes import serving
+from processes import reply, serving
 
 import toolkit as tk
 from toolkit.live import chat_for, endpoint_from, make_client, recording, run_task, sse_body
@@ -31,19 +31,13 @@ def compatible_server(responses):
             body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
             received.append(body)
             if self.path != "/v1/chat/completions" or len(received) > len(responses):
-                self.send_response(404 if self.path != "/v1/chat/completions" else 500)
-                self.send_header("content-type", "application/json")
-                self.end_headers()
-                self.wfile.write(b'{"error": {"message": "no such route or no more responses"}}')
+                reply(self, 404 if self.path != "/v1/chat/completions" else 500,
+                      b'{"error": {"message": "no such route or no more responses"}}')
                 return
             answer = responses[len(received) - 1]
             stream = body.get("stream", False)
             data = sse_body("openai", answer).encode() if stream else json.dumps(answer).encode()
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream" if stream else "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            reply(self, 200, data, "text/event-stream" if stream else "application/json")
 
         def log_message(self, *args):
             pass

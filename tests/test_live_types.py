@@ -13,7 +13,8 @@ import toolkit.kernel as tk_kernel
 import toolkit.wire as v
 from toolkit.live import (chat_for, contract_tool, helper_contrast, recorded_stream, recording, recording_names,
                           replay_server, run_task, sse_body)
-from toolkit.wire import IdMap, fixture, strict_problems
+from toolkit.wire import fixture, strict_problems
+from toolkit.kernel import IdMap
 
 openai_chat = pytest.importorskip("openai.types.chat")
 anthropic_types = pytest.importorskip("anthropic.types")

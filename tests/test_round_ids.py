@@ -51,7 +51,7 @@ def test_every_runner_refuses_both_calls_sharing_an_id():
     listing = Listing()
     assert verdicts(McpHost(listing).run_round(SHARED)) == expected
     assert ran == [] and listing.called == []
-    stream = wire.Assembler()
+    stream = tk.kernel.Assembler()
     for index in (0, 1):
         stream.add(index, call_id="same", name="read_file", arguments='{"path": "a"}')
     refused = stream.finish("tool_calls")
@@ -60,7 +60,7 @@ def test_every_runner_refuses_both_calls_sharing_an_id():
 
 def test_the_refusal_for_a_shared_id_is_one_message_everywhere():
     host = tk.Host.of([tk.Tool(READ, lambda arguments, world: {"content": ""})])
-    stream = wire.Assembler()
+    stream = tk.kernel.Assembler()
     for index in (0, 1):
         stream.add(index, call_id="same", name="read_file", arguments='{"path": "a"}')
     messages = {host.run_round(SHARED)[0].errors[0].message, wire.run_round(SHARED, host).results[1].errors[0].message,

@@ -8,7 +8,7 @@ import toolkit as tk
 import toolkit.kernel.scheduler as kernel_scheduler
 import toolkit.wire as sc
 from toolkit.kernel import canonical
-from toolkit.wire import Assembler
+from toolkit.kernel import Assembler
 
 WRITE_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
                 "required": ["path", "content"], "additionalProperties": False}

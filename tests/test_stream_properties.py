@@ -17,7 +17,9 @@ from toolkit.kernel import CODES
 from toolkit._caps import MAX_ERRORS_PER_CALL, MAX_NAME_CHARS, MAX_OPEN_CALLS
 from toolkit._show import is_secret_name
 from toolkit.kernel import COMPLETE, Refusal
-from toolkit.wire import AnthropicStream, Assembler, OpenAIStream, Preview, SSEDecoder, StreamBroken
+from toolkit.wire import AnthropicStream, OpenAIStream, SSEDecoder, StreamBroken
+from toolkit.kernel import Assembler
+from toolkit._preview import Preview
 
 SETTINGS = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -12,7 +12,8 @@ import toolkit.kernel as tk_kernel
 import toolkit.wire as v
 from course.worlds import CREATE_INVOICE
 from toolkit.wire import anthropic_stream, openai_stream
-from toolkit.wire import IdMap, fixture
+from toolkit.wire import fixture
+from toolkit.kernel import IdMap
 from toolkit.kernel import Refusal
 
 WRITE_SCHEMA = {"type": "object",
@@ -274,7 +275,7 @@ def test_every_cut_reason_refuses_whole_responses_and_streams_alike(reason):
     response = copy.deepcopy(fixture("openai_response.json"))
     response["choices"][0]["finish_reason"] = reason
     message = dict(fixture("anthropic_response.json"), stop_reason=reason)
-    stream = v.Assembler()
+    stream = tk.kernel.Assembler()
     stream.add(0, call_id="c1", name="read_file", arguments='{"path": "src/config.ts"}')
     for outcome in (v.openai_calls(response, IdMap()), v.anthropic_calls(message, IdMap()), stream.finish(reason)):
         assert outcome and all(isinstance(o, Refusal) for o in outcome), reason

@@ -18,8 +18,8 @@ import toolkit as tk
 from toolkit._caps import (MAX_CALL_ID_CHARS, MAX_DEPTH, MAX_ERRORS_PER_CALL, MAX_EVENT_BYTES, MAX_NAME_CHARS,
                            MAX_OPEN_CALLS)
 from course.present.stream_panel import moment_text
-from toolkit.wire import (AnthropicStream, Assembler, IdMap, OpenAIStream, SSEDecoder, StreamBroken,
-                          anthropic_stream, openai_stream, pairing_problems, run_round)
+from toolkit.wire import AnthropicStream, OpenAIStream, SSEDecoder, StreamBroken, anthropic_stream, openai_stream, pairing_problems, run_round
+from toolkit.kernel import Assembler, IdMap
 from course.worlds import replay
 from toolkit.kernel import Refusal
 from toolkit._stream_guards import capped_errors
@@ -423,7 +423,7 @@ def test_a_hung_worker_does_not_keep_the_process_from_exiting(tmp_path):
 
 def test_a_secret_repeated_in_later_free_text_is_masked_in_every_preview():
     import json as _json
-    from toolkit.wire import Assembler
+    from toolkit.kernel import Assembler
 
     text = _json.dumps({"password": "hunter2-zz-PW", "note": "the password is hunter2-zz-PW, keep it"})
     stream = Assembler()
@@ -436,8 +436,9 @@ def test_a_secret_repeated_in_later_free_text_is_masked_in_every_preview():
 
 def test_a_preview_with_too_many_secret_values_stops_showing_text():
     import json as _json
-    from toolkit.wire import Assembler
-    from toolkit.wire import MAX_SECRETS_REMEMBERED, STOPPED
+    from toolkit.kernel import Assembler
+    from toolkit._caps import MAX_SECRETS_REMEMBERED
+    from toolkit._preview import STOPPED
 
     values = {f"token_{i}": f"value-number-{i:05d}" for i in range(MAX_SECRETS_REMEMBERED + 2)}
     stream = Assembler()

@@ -1,7 +1,6 @@
 """Chapters 00-08: how each part of the package names its public parts, loading a module only when it is used.
 
-Every sub-package's ``__init__`` is a table, ``{module: (names it defines, ...)}``; a module outside the
-sub-package (the kernel's ``Assembler``, a private module's ``IdMap``) is named in full, ``toolkit.kernel.stream``.
+Every sub-package's ``__init__`` is a table, ``{module: (names it defines, ...)}``.
 ``from toolkit.effects import SqliteLedger`` finds ``SqliteLedger`` in that table
 and imports ``toolkit.effects.sqlite_ledger`` then, not before, so ``import toolkit``
 stays light however large the package grows.
@@ -20,8 +19,7 @@ def lazy_exports(package: str, table: Mapping[str, tuple[str, ...]]) -> tuple[Ca
     def attribute(name: str) -> Any:
         if name not in home:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        module = home[name] if home[name].startswith("toolkit.") else f"{package}.{home[name]}"
-        value = getattr(import_module(module), name)
+        value = getattr(import_module(f"{package}.{home[name]}"), name)
         namespace[name] = value            # found once, then an ordinary attribute
         return value
 

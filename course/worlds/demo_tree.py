@@ -28,7 +28,7 @@ from typing import Any, Iterable
 from toolkit.kernel import Host, Tool, ToolCall, ToolResult, Verdict, not_a_call, request
 from toolkit.kernel import READ_FILE_LAYERS, ReadRefused, make_read_file
 from toolkit.files import files_opened, recording_opens
-from toolkit.wire import Assembler
+from toolkit.kernel import Assembler
 from toolkit.kernel import Refusal
 
 # ------------------------------------------------------------------ the chapter's world

@@ -25,7 +25,7 @@ from toolkit.kernel import ToolCall
 from toolkit._caps import MAX_FRAGMENT_CHARS
 from toolkit._show import echo_text, scrub, shorten
 from toolkit.kernel import Refusal
-from toolkit.wire import KeyScanner, Preview
+from toolkit._preview import KeyScanner, Preview
 from toolkit.wire import fixture
 from toolkit.wire import SSEDecoder, SSEEvent, StreamBroken
 from toolkit.wire import AnthropicStream, OpenAIStream

@@ -18,7 +18,7 @@ private modules beside the kernel (``toolkit/_*.py``), each reached through one 
 """
 from toolkit.kernel.call import (FailureClass, NEXT_STEP, request, Status, ToolCall, ToolError, ToolFailure,
                                  ToolResult)
-from toolkit._ids import CallIds, not_a_call
+from toolkit._ids import CallIds, IdMap, not_a_call
 from toolkit._codes import CODES
 from toolkit._failures import MEANING, POINTS_AT
 from toolkit.kernel.contract import Condition, Contract, ContractError, Retry

@@ -25,9 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from toolkit.kernel import Contract, ToolCall, ToolResult
-from toolkit.wire import (AnthropicStream, IdMap, OpenAIStream, anthropic_assistant_message, anthropic_calls,
-                          anthropic_tool_results, openai_assistant_message, openai_calls, openai_tool_messages,
-                          tools_for)
+from toolkit.wire import AnthropicStream, OpenAIStream, anthropic_assistant_message, anthropic_calls, anthropic_tool_results, openai_assistant_message, openai_calls, openai_tool_messages, tools_for
+from toolkit._ids import IdMap
 from toolkit.kernel import Refusal, completion_problem
 
 

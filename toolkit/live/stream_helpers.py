@@ -29,7 +29,8 @@ from typing import Any
 from toolkit.kernel import ToolCall
 from toolkit.live import Endpoint, make_client
 from toolkit.live import recorded_stream
-from toolkit.wire import IdMap, anthropic_stream, openai_stream
+from toolkit.wire import anthropic_stream, openai_stream
+from toolkit._ids import IdMap
 from toolkit.kernel import Refusal
 
 #: (case, vendor, recorded stream) shown side by side in the chapter.

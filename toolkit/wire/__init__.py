@@ -1,16 +1,13 @@
 """Calls on the wire (chapters 01 and 08): stream framing and assembly, vendor formats, pairing, scheduling.
 
-Each name below is defined in the module it is listed under (a module outside ``wire`` is named in full:
-the kernel's ``Assembler``, the private ``IdMap`` and ``Preview`` it uses); that module loads on first use.
+Each name below is defined in the module it is listed under; that module loads on first use. The stream
+``Assembler`` and the ``IdMap`` it keeps are the kernel's: ``from toolkit.kernel import Assembler, IdMap``.
 """
 from toolkit._exports import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "assembly": ("frames", "SKETCH_FRAMES"),
     "ids": ("id_problem", "VENDORS"),
-    "toolkit._ids": ("IdMap",),
-    "toolkit._preview": ("KeyScanner", "MASK", "MAX_SECRETS_REMEMBERED", "Preview", "STOPPED"),
-    "toolkit.kernel.stream": ("Assembler",),
     "pairing": ("check_conversation", "naive_pairing", "pair_results", "pairing_problems", "round_failure", "round_pointer",
                 "verify"),
     "recorded": ("fixture", "fixture_names"),

@@ -26,7 +26,8 @@ from toolkit._ids import duplicate_call_id_error, id_key
 from toolkit._json import parsed_arguments
 from toolkit._show import echo_value
 from toolkit.kernel import Refusal, is_cut
-from toolkit.wire import IdMap, id_problem
+from toolkit.wire import id_problem
+from toolkit._ids import IdMap
 
 
 # ----------------------------------------------------- calls or refusals

@@ -21,10 +21,10 @@ from toolkit import _schema as schema
 from toolkit._caps import MAX_OPEN_CALLS
 from toolkit.kernel import ToolCall
 from toolkit.kernel import ToolError
-from toolkit.wire import Assembler
+from toolkit.kernel.stream import Assembler
 from toolkit.kernel import Refusal
-from toolkit.wire import IdMap
-from toolkit.wire import Preview
+from toolkit._ids import IdMap
+from toolkit._preview import Preview
 from toolkit.wire import SSEDecoder, SSEEvent, StreamBroken
 from toolkit._stream_guards import stream_incomplete, stream_invalid
 from toolkit._show import echo_text, echo_value
