@@ -61,7 +61,8 @@ def tool_results(request, vendor):
 
 
 def test_every_recording_exists_for_both_vendors_and_passes_the_sdk_types():
-    assert recording_names() == ["hostile_path", "invoice_retry", "parallel_reads", "plain_read", "schema_repair"]
+    assert recording_names() == ["hostile_path", "invoice_fresh_key", "invoice_retry",
+                                 "parallel_reads", "plain_read", "schema_repair"]
     for name in recording_names():
         for vendor in VENDORS:
             assert len(recording(name, vendor)["responses"]) >= 2     # validated against ChatCompletion / Message
@@ -227,7 +228,18 @@ def test_the_command_replays_a_recording_and_prints_every_round(vendor, workspac
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert "read_file({\"path\": \"../secret.txt\"}) -> refused (authorization: path_refused) -> rejected" in lines[2]
-    assert lines[-1].startswith("answer: I was not allowed")
+    assert lines[-1].startswith("recorded answer, not produced from your files: I was not allowed")
+
+
+def test_a_replay_never_passes_recorded_words_off_as_a_reading_of_your_files(workspace):
+    (workspace / "notes" / "todo.md").write_text("1. ship the invoice fix\n")  # not as recorded
+    done = live_cli("--vendor", "openai", "--workspace", str(workspace), "--replay", "hostile_path")
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stdout.splitlines() if "answer Ana" in line]
+    label = "recorded answer, not produced from your files: "
+    assert len(said) == 1 and said[0].startswith(label)
+    assert not any(line.startswith("answer:") for line in done.stdout.splitlines())
+    assert "notes/todo.md\"}) -> allowed -> succeeded" in done.stdout      # the read was real
 
 
 def test_the_command_exits_1_when_the_rounds_run_out_and_2_on_configuration(workspace):

@@ -7,11 +7,15 @@ For every round it prints each proposed call (``id name(arguments)``, the
 arguments redacted), its verdict and its result status, then the model's
 final answer. ``--replay NAME`` serves a recording through the SDK's mock
 transport instead of an endpoint (no key, no network; the recording's own
-task is used when ``--task`` is not given).
+task is used when ``--task`` is not given); the host's reads are real, but the
+final words are the recording's, so they are printed as a recorded answer.
 
-Exit status: 0 when the model finished, 1 when the round budget ran out, 2 on
-a configuration error (a missing key, an unreachable endpoint, a folder that
-does not exist), always as one line on stderr.
+Exit status (``LiveRun.exit_status``): 0 when the model answered after calling
+tools, 1 when the round budget ran out, 2 on a configuration error (a missing
+key, an unreachable endpoint, a folder that does not exist; one line on
+stderr), 3 when the model answered without calling any tool (printed as "no
+tool was called; nothing was read"), 4 when the host stopped reading a reply
+(past a cap or the reply deadline; printed as a ``stopped:`` line).
 """
 from __future__ import annotations
 
@@ -51,7 +55,7 @@ def command_parser() -> argparse.ArgumentParser:
 
 
 def live_command(argv: Sequence[str] | None = None, out=None, err=None) -> int:
-    """Run the command; returns the exit status (0 finished, 1 out of rounds, 2 configuration error)."""
+    """Run the command; returns the exit status (see the module docstring)."""
     out, err = out or sys.stdout, err or sys.stderr
     try:
         args = command_parser().parse_args(argv)
@@ -79,8 +83,9 @@ def live_command(argv: Sequence[str] | None = None, out=None, err=None) -> int:
     except (LiveConfigError, LiveRunError) as problem:
         print(f"error: {problem}", file=err)
         return 2
-    print(run.lines()[-1], file=out)
-    return 0 if run.finished else 1
+    run.recorded = args.replay is not None
+    print(*run.outcome(), sep="\n", file=out)
+    return run.exit_status
 
 
 __all__ = ["command_parser", "live_command"]

@@ -17,14 +17,20 @@ Two classes do this, one per SDK, with the same two methods:
 With ``stream=True`` the SDK's raw events go, one by one, into the course's
 stream readers (``toolkit.wire.OpenAIStream`` / ``AnthropicStream``, built on
 the assembler): nothing is handed to the host before the completion event,
-and a stream that ends without one refuses its calls.
+and a stream that ends without one refuses its calls. A streamed reply is
+read only while it stays inside the host's caps (``toolkit._caps``: its text,
+its calls' argument bytes, and ``deadline`` seconds); past one the host
+closes the stream, refuses its calls and says why in ``ModelReply.stop``.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from toolkit.kernel import Contract, ToolCall, ToolResult
+from toolkit.kernel import Contract, ToolCall, ToolError, ToolResult
+from toolkit._caps import MAX_REPLY_ARGUMENT_BYTES, MAX_REPLY_TEXT_CHARS, REPLY_DEADLINE
+from toolkit._stream_guards import over_cap
 from toolkit.wire import AnthropicStream, OpenAIStream, anthropic_assistant_message, anthropic_calls, anthropic_tool_results, openai_assistant_message, openai_calls, openai_tool_messages, tools_for
 from toolkit._ids import IdMap
 from toolkit.kernel import Refusal, completion_problem
@@ -37,11 +43,12 @@ class ModelReply:
     items: tuple[ToolCall | Refusal, ...]
     text: str
     stop_reason: str | None
+    stop: ToolError | None = None      # why the host stopped reading it (a cap or the deadline)
 
     @property
     def finished(self) -> bool:
         """The model asked for nothing more and said it was done (a complete stop reason, no calls)."""
-        return not self.items and completion_problem(self.stop_reason) is None
+        return not self.items and self.stop is None and completion_problem(self.stop_reason) is None
 
 
 def _as_dict(obj: Any) -> Any:
@@ -58,6 +65,7 @@ class _Chat:
     stream: bool = False
     max_tokens: int = 1024
     system: str = ""
+    deadline: float = REPLY_DEADLINE
     ids: IdMap = field(default_factory=IdMap)
     messages: list[dict[str, Any]] = field(default_factory=list)
 
@@ -75,19 +83,26 @@ class _Chat:
     def answer(self, items: Iterable[ToolCall | Refusal], results: Iterable[ToolResult], text: str = "") -> None:
         raise NotImplementedError  # pragma: no cover - overridden
 
-    def _read_stream(self, reader: OpenAIStream | AnthropicStream, events: Any, frame: Any) -> ModelReply:
+    def _read_stream(self, reader: OpenAIStream | AnthropicStream, events: Any, frame: Any,
+                     text_of: Any) -> ModelReply:
         items: list[ToolCall | Refusal] = []
+        stop, chars, ends = None, 0, time.monotonic() + self.deadline
         try:
             for event in events:
                 items += reader.feed(frame(event))
+                chars += text_of(event)
                 if reader.done:
+                    break
+                stop = _past_a_cap(chars, sum(b.size for b in reader.assembler.buffers.values()),
+                                   time.monotonic() > ends, self.deadline)
+                if stop is not None:
                     break
         finally:
             close = getattr(events, "close", None)
             if close is not None:
                 close()
         items += reader.end()
-        return ModelReply(tuple(items), reader.text, reader.stop_reason)
+        return ModelReply(tuple(items), reader.text, reader.stop_reason, stop)
 
 
 class OpenAIChat(_Chat):
@@ -113,7 +128,8 @@ class OpenAIChat(_Chat):
             return ModelReply(tuple(openai_calls(body, self.ids)), text, choice.get("finish_reason"))
         events = self.client.chat.completions.create(stream=True, **request)
         return self._read_stream(OpenAIStream(self.ids), events,
-                                 lambda chunk: f"data: {chunk.to_json(indent=None)}\n\n")
+                                 lambda chunk: f"data: {chunk.to_json(indent=None)}\n\n",
+                                 _chunk_text)
 
     def answer(self, items: Iterable[ToolCall | Refusal], results: Iterable[ToolResult], text: str = "") -> None:
         self.messages.append(openai_assistant_message(list(items), self.ids, content=text or None))
@@ -139,8 +155,7 @@ class AnthropicChat(_Chat):
             return ModelReply(tuple(anthropic_calls(body, self.ids)), text,
                               body.get("stop_reason") if isinstance(body, dict) else None)
         events = self.client.messages.create(stream=True, **request)
-        return self._read_stream(AnthropicStream(self.ids), events,
-                                 lambda event: f"event: {event.type}\ndata: {event.to_json(indent=None)}\n\n")
+        return self._read_stream(AnthropicStream(self.ids), events, _event_frame, _delta_text)
 
     def answer(self, items: Iterable[ToolCall | Refusal], results: Iterable[ToolResult], text: str = "") -> None:
         turn, answers = anthropic_assistant_message(list(items), self.ids, content=text or None), list(results)
@@ -148,6 +163,39 @@ class AnthropicChat(_Chat):
             self.messages.append(turn)
         if answers:                                   # Anthropic refuses a turn with no content blocks
             self.messages.append(anthropic_tool_results(answers, self.ids))
+
+
+_STOPPED = "the host stopped reading; nothing in this reply was run"
+
+
+def _chunk_text(chunk: Any) -> int:
+    """Characters of text in one OpenAI stream chunk."""
+    return sum(len(getattr(c.delta, "content", None) or "") for c in chunk.choices or ())
+
+
+def _event_frame(event: Any) -> str:
+    """One Anthropic stream event as the SSE text the course's reader takes."""
+    return f"event: {event.type}\ndata: {event.to_json(indent=None)}\n\n"
+
+
+def _delta_text(event: Any) -> int:
+    """Characters of text in one Anthropic stream event."""
+    return len(getattr(getattr(event, "delta", None), "text", None) or "")
+
+
+def _past_a_cap(chars: int, argument_bytes: int, late: bool, deadline: float) -> ToolError | None:
+    """Why the host stops reading a streamed reply now, or None while it is inside every cap."""
+    if chars > MAX_REPLY_TEXT_CHARS:
+        return over_cap("$.text", "the reply's text", "MAX_REPLY_TEXT_CHARS", MAX_REPLY_TEXT_CHARS,
+                        "characters", _STOPPED)
+    if argument_bytes > MAX_REPLY_ARGUMENT_BYTES:
+        return over_cap("$.tool_calls", "the reply's call arguments", "MAX_REPLY_ARGUMENT_BYTES",
+                        MAX_REPLY_ARGUMENT_BYTES, "bytes", _STOPPED)
+    if late:
+        return ToolError("timeout", "$", f"the reply was still streaming after {deadline:g} s, the "
+                         "host's deadline for one reply (REPLY_DEADLINE)",
+                         expected=f"at most {deadline:g} s", hint=_STOPPED, retryable=False)
+    return None
 
 
 def chat_for(vendor: str, client: Any, model: str, contracts: Sequence[Contract], task: str, **options: Any

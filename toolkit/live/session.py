@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from toolkit.kernel import Host, State, Status, ToolCall, ToolResult, invoke_with_ledger
+from toolkit.kernel import Host, State, Status, ToolCall, ToolError, ToolResult, invoke_with_ledger
 from toolkit._caps import MAX_RETRY_AFTER, MAX_SUMMARY_CHARS
 from toolkit._show import call_line
 from toolkit.live import ModelReply
@@ -34,6 +34,8 @@ from toolkit.wire import run_round
 from toolkit.kernel import Contract, FailureClass, Jitter, request, Retry, RetryController, RetryPolicy
 from toolkit.live import retry_after
 
+#: What a run that ended without a single call says: its answer is no reading of any file.
+NO_CALL = "no tool was called; nothing was read"
 _SDK_MODULES = ("openai", "anthropic", "httpx2", "httpx", "httpcore")
 #: Asking the model acts on nothing (the host runs the tools), so the controller may grant the same request again.
 MODEL_REQUEST = Contract("model_request", "Ask the model for its next turn.", {"type": "object"}, retry=Retry.SAFE)
@@ -88,18 +90,40 @@ class LiveRound:
 
 @dataclass
 class LiveRun:
-    """A whole task: its rounds, whether the model finished inside the budget, and its final text."""
+    """A whole task: its rounds, whether the model finished inside the budget, and its final text.
+
+    ``stop`` says why the host stopped reading a reply (a cap or the deadline); ``recorded`` marks
+    a run served from a recording, whose final words were written beforehand, not from the files.
+    """
 
     rounds: list[LiveRound] = field(default_factory=list)
     finished: bool = False
     answer: str = ""
     retries_spent: int = 0
+    stop: ToolError | None = None
+    recorded: bool = False
+
+    @property
+    def called(self) -> bool:
+        """Whether the model proposed at least one whole call (run or refused by the host)."""
+        return any(isinstance(i, ToolCall) for r in self.rounds for i in r.reply.items)
+
+    def outcome(self) -> list[str]:
+        """How the run ended, in plain lines (what the command prints after the rounds)."""
+        if self.stop is not None:
+            return [f"stopped: {self.stop.line()}"]
+        if not self.finished:
+            return [f"no answer: the round budget ({len(self.rounds)} rounds) ran out"]
+        said = "recorded answer, not produced from your files" if self.recorded else "answer"
+        return ([] if self.called else [NO_CALL]) + [f"{said}: {self.answer}"]
+
+    @property
+    def exit_status(self) -> int:
+        """0 answered after calling tools, 1 out of rounds, 3 answered with no call, 4 stopped."""
+        return 4 if self.stop is not None else 1 if not self.finished else 0 if self.called else 3
 
     def lines(self) -> list[str]:
-        out = [line for r in self.rounds for line in r.lines()]
-        out.append(f"answer: {self.answer}" if self.finished else
-                   f"no answer: the round budget ({len(self.rounds)} rounds) ran out")
-        return out
+        return [line for r in self.rounds for line in r.lines()] + self.outcome()
 
 
 def _model_retries(retries: int, seed: int = 0) -> RetryController:
@@ -149,6 +173,9 @@ def run_task(chat: Any, host: Host, ledger: Any = None, *, max_rounds: int = 8, 
     for number in range(1, max_rounds + 1):
         reply, spent = ask_with_budget(chat, retries, sleep=sleep, seed=seed + number)
         run.retries_spent += spent
+        if reply.stop is not None:      # past a cap or the deadline: nothing in it runs
+            run.stop = reply.stop
+            break
         if reply.finished:
             run.finished, run.answer = True, reply.text
             break
@@ -183,6 +210,7 @@ class ModelPolicy:
         self.chat, self.max_rounds, self.retries, self.sleep, self.seed = chat, max_rounds, retries, sleep, seed
         self.rounds = 0
         self.answer = ""
+        self.stop: ToolError | None = None     # why the host stopped reading the last reply
         self._queue: list[ToolCall] = []
         self._asked: tuple[ToolCall | Refusal, ...] = ()
         self._text = ""
@@ -199,8 +227,9 @@ class ModelPolicy:
             return None
         reply, _ = ask_with_budget(self.chat, self.retries, sleep=self.sleep, seed=self.seed + self.rounds)
         self.rounds += 1
-        if not reply.items:
-            self.answer = reply.text
+        self.stop = reply.stop
+        if not reply.items or reply.stop is not None:
+            self.answer = reply.text if reply.stop is None else ""
             return None
         self._asked, self._text = reply.items, reply.text
         self._queue = [i for i in reply.items if isinstance(i, ToolCall)]
