@@ -5,26 +5,25 @@
 The model may propose; the host disposes. Every attempt is logged with its full verdict (all three tests), so
 the log can say which test stopped a call. A tool that raises is a failed call, never a crashed host.
 
-One rule outlives a single call (chapter 06's, kept here so that every loop running calls through
-``Host.execute`` keeps it): once a keyed call whose effect is not safe to repeat timed out, its
-outcome is unknown, and the same tool with the same arguments under another key is refused until
-the original key brings an answer (``unknown`` holds those calls).
+Chapter 06's rule lives here, so every loop keeps it: after a keyed call not safe to repeat
+timed out, the same call under another key is refused until the original key brings an answer
+(``toolkit._unknown``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from toolkit.kernel.call import FailureClass, Status, ToolCall, ToolError, ToolResult
-from toolkit.kernel.contract import Contract, Retry
+from toolkit.kernel.call import FailureClass, Status, ToolCall, ToolResult
+from toolkit.kernel.contract import Contract
 from toolkit.kernel.legality import LAYER_OF, Caller, Outcome, Verdict, check, refused
 from toolkit._caps import MAX_ERRORS_PER_CALL
 from toolkit._conditions import condition_errors
-from toolkit._json import carried_key, checked_fingerprint
 from toolkit._ids import not_a_call, refusal_result, round_refusals, shown_call_id
 from toolkit._logcopy import log_copy
 from toolkit._raised import raised_result
-from toolkit._show import scrubbed_errors, shorten
+from toolkit._show import scrubbed_errors
+from toolkit._unknown import retry_slot, second_action
 
 
 @dataclass(frozen=True)
@@ -91,32 +90,18 @@ class Host:
             return not_a_call(call)
         if verdict is None or verdict.call != call:   # a verdict answers for one call only
             verdict = self.check(call)
-        slot, key = self._slot(call, verdict)
+        slot, key = retry_slot(call, self.contract(call.name), verdict.arguments)
         first = self.unknown.get(slot) if slot is not None else None
-        if not verdict.legal:
-            result = rejection(verdict)
-        elif first is not None and first[0] != key:
-            result = _second_action(call, first, key)
+        if not verdict.legal or (first is not None and first[0] != key):
+            result = rejection(verdict) if not verdict.legal else second_action(call, first, key)
         else:
             result = self._run(call, verdict)
-            if slot is not None and isinstance(key, str) and result.status is Status.TIMEOUT:
+            if slot is not None and key is not None and result.status is Status.TIMEOUT:
                 self.unknown.setdefault(slot, (key, call.call_id))
             elif first is not None and result.status is Status.SUCCEEDED:
                 self.unknown.pop(slot, None)    # the original key brought the answer: known now
         self._log(Attempt(call, verdict, result))
         return result
-
-    def _slot(self, call: ToolCall, verdict: Verdict) -> tuple[tuple[str, str] | None, str | None]:
-        """(tool and arguments but the key, the key or None) for a legal call not safe to repeat."""
-        contract = self.contract(call.name)
-        if not verdict.legal or contract is None or contract.retry is Retry.SAFE:
-            return None, None
-        arguments = verdict.arguments if isinstance(verdict.arguments, dict) else {}
-        key = carried_key(call, contract, arguments)
-        rest = {k: v for k, v in arguments.items() if not (isinstance(key, str) and v == key)}
-        error, digest = checked_fingerprint(rest)
-        slot = (call.name, digest) if error is None else None
-        return slot, key if isinstance(key, str) else None
 
     def run_round(self, calls: Iterable[ToolCall]) -> list[ToolResult]:
         """One result per call, in call order; calls sharing an id are refused, not run (``_ids.round_refusals``)."""
@@ -150,14 +135,3 @@ class Host:
                               reason="postcondition_failed", errors=errors)
         evidence = output.get("evidence", {}) if isinstance(output, dict) else {}
         return ToolResult(call.call_id, Status.SUCCEEDED, output=output, evidence=evidence)
-
-
-def _second_action(call: ToolCall, first: tuple[str, str], key: str | None) -> ToolResult:
-    """The refusal for a retry under another key while the first call's outcome is unknown."""
-    error = ToolError("outcome_unknown", "$.idempotency_key",
-                      f"call {shorten(first[1])} timed out, so its outcome is unknown; under "
-                      "another key this call would be a second action", expected=shorten(first[0]),
-                      received=shorten(str(key)), hint="retry under the original key to ask "
-                      "whether it happened, check the record, or ask a person", retryable=False)
-    return ToolResult(call.call_id, Status.REJECTED, reason="new_proposal_while_unknown",
-                      failure_class=FailureClass.PRECONDITION, errors=(error,))
