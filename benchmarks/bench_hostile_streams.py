@@ -11,14 +11,24 @@ beforehand and not counted) are printed. The cases include the two the hardening
 accepted before the fix, now refused at ``MAX_OPEN_CALLS``).
 
 Aim: every case under 1 s and 50 MB on this machine. The RESULT lines give the worst case of each.
+
+Two more cases run the whole live loop (``toolkit.live.run_task`` through the official ``openai``
+SDK) against a scripted model server on 127.0.0.1 that never ends its reply: one floods text (4 KB
+per event, for ever), one sends an empty event every 50 ms (for ever). What stops them is the
+host's ``MAX_REPLY_TEXT_CHARS`` and ``REPLY_DEADLINE`` (2 s here); before those caps the first grew
+the process by hundreds of MB and neither returned. Aim: the flood within 10 s and 50 MB, the
+endless stream within its deadline plus 1 s and 50 MB. Skipped when the ``openai`` SDK is missing.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
+import threading
 import time
 import tracemalloc
-from typing import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable, Iterable, Iterator
 
 from toolkit._caps import MAX_ARGUMENT_BYTES, MAX_EVENT_BYTES, MAX_OPEN_CALLS
 from toolkit.wire import AnthropicStream, OpenAIStream, SSEDecoder, StreamBroken
@@ -183,6 +193,84 @@ CASES = {
 }
 
 
+# ------------------------------------------------------------------ the live loop, against a model
+LIVE_DEADLINE = 2.0
+
+
+def _chunk(delta: dict) -> str:
+    body = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+    return f"data: {json.dumps(body)}\n\n"
+
+
+@contextlib.contextmanager
+def endless_model(event: Callable[[], str]) -> Iterator[str]:
+    """A chat-completions server on 127.0.0.1 streaming ``event()`` until the client hangs up."""
+    stop = threading.Event()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - the standard library's name
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            try:
+                while not stop.is_set():
+                    self.wfile.write(event().encode())
+            except OSError:            # the host closed the stream
+                pass
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def live_reply(event: Callable[[], str]) -> Callable[[], object]:
+    """One run_task against a server streaming ``event()`` for ever; returns why the host stops."""
+    def run():
+        from toolkit.kernel import Host, make_read_file
+        from toolkit.live import chat_for, endpoint_from, make_client, run_task
+
+        with endless_model(event) as url:
+            client = make_client(endpoint_from("openai", "m", url, environ={}), timeout=60)
+            try:
+                contracts = [make_read_file(".").contract]
+                chat = chat_for("openai", client, "m", contracts, "t", stream=True,
+                                deadline=LIVE_DEADLINE)
+                run = run_task(chat, Host.of([make_read_file(".")]), retries=0)
+            finally:
+                client.close()
+        assert run.stop is not None, "the host never stopped the reply"
+        return run.stop
+    return run
+
+
+def _slowly() -> str:
+    time.sleep(0.05)
+    return _chunk({})
+
+
+def _flood() -> str:
+    return _chunk({"content": "x" * 4096})
+
+
+LIVE_CASES = {   # name -> (run, aim in seconds)
+    "live loop: a reply flooding text for ever": (live_reply(_flood), 10.0),
+    f"live loop: a reply streaming for ever ({LIVE_DEADLINE:g} s deadline)": (live_reply(_slowly),
+                                                                           LIVE_DEADLINE + 1.0),
+}
+
+
 def measure(run: Callable[[], object]) -> tuple[float, float]:
     """(seconds without tracing, peak MB allocated while tracing) for one run of ``run``."""
     gc.collect()
@@ -214,6 +302,18 @@ def main() -> None:
           f"{'ok' if worst_time[1] <= AIM_SECONDS else 'missed'}")
     print(f"RESULT hostile_streams_worst_peak_mb {worst_memory[1]:.1f} aim<={AIM_MB:g} "
           f"{'ok' if worst_memory[1] <= AIM_MB else 'missed'}")
+    try:
+        import openai  # noqa: F401 - only to know whether the live cases can run
+    except ImportError:
+        print("live loop cases skipped: the openai SDK is not installed")
+        return
+    for (name, (run, aim)), label in zip(LIVE_CASES.items(), ("flood", "endless")):
+        seconds, peak = measure(run)
+        print(f"{name:<60} {seconds:>8.3f} {peak:>8.1f}", flush=True)
+        print(f"RESULT live_{label}_seconds {seconds:.2f} aim<={aim:g} "
+              f"{'ok' if seconds <= aim else 'missed'}")
+        print(f"RESULT live_{label}_peak_mb {peak:.1f} aim<={AIM_MB:g} "
+              f"{'ok' if peak <= AIM_MB else 'missed'}")
 
 
 if __name__ == "__main__":
