@@ -258,3 +258,25 @@ def test_an_answer_without_a_call_says_nothing_was_read(tmp_path):
     assert run.finished and not run.called and run.exit_status == 3
     assert run.outcome() == [NO_CALL, f"answer: {SAID}"]
     assert status == 3 and out.getvalue().splitlines() == run.outcome() and err.getvalue() == ""
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_a_stream_of_events_the_sdk_skips_is_stopped_at_the_reply_deadline(vendor):
+    """Anthropic's SDK skips ``ping`` events and both skip SSE comments: nothing reaches the loop,
+    so only the host's watchdog can end the reply."""
+    def event(n):
+        time.sleep(0.05)
+        ping = 'event: ping\ndata: {"type": "ping"}\n\n'
+        return ping if vendor == "anthropic" else ": keepalive\n\n"
+    with endless_server(event) as (url, sent):
+        base = url if vendor == "openai" else url[:-len("/v1")]
+        client = make_client(endpoint_from(vendor, "m", base, environ={}), timeout=120)
+        began = time.monotonic()
+        try:
+            chat = chat_for(vendor, client, "m", [], "t", stream=True, deadline=3.0)
+            run = run_task(chat, tk.Host.of([]), retries=0)
+        finally:
+            client.close()
+        seconds = time.monotonic() - began
+    assert run.stop is not None and run.stop.code == "timeout" and run.exit_status == 4
+    assert 3.0 <= seconds < 120 and len(sent) > 1

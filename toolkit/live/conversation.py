@@ -19,14 +19,16 @@ stream readers (``toolkit.wire.OpenAIStream`` / ``AnthropicStream``, built on
 the assembler): nothing is handed to the host before the completion event,
 and a stream that ends without one refuses its calls. A streamed reply is
 read only while it stays inside the host's caps (``toolkit._caps``: its text,
-its calls' argument bytes, and ``deadline`` seconds); past one the host
-closes the stream, refuses its calls and says why in ``ModelReply.stop``.
+its calls' argument bytes, and ``deadline`` seconds, kept by a timer even
+when the SDK yields nothing, e.g. pings); past one the host closes the
+stream, refuses its calls and says why in ``ModelReply.stop``.
 """
 from __future__ import annotations
 
-import time
+import contextlib
+import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from toolkit.kernel import Contract, ToolCall, ToolError, ToolResult
 from toolkit._caps import MAX_REPLY_ARGUMENT_BYTES, MAX_REPLY_TEXT_CHARS, REPLY_DEADLINE
@@ -86,20 +88,23 @@ class _Chat:
     def _read_stream(self, reader: OpenAIStream | AnthropicStream, events: Any, frame: Any,
                      text_of: Any) -> ModelReply:
         items: list[ToolCall | Refusal] = []
-        stop, chars, ends = None, 0, time.monotonic() + self.deadline
-        try:
-            for event in events:
-                items += reader.feed(frame(event))
-                chars += text_of(event)
-                if reader.done:
-                    break
-                stop = _past_a_cap(chars, sum(b.size for b in reader.assembler.buffers.values()),
-                                   time.monotonic() > ends, self.deadline)
-                if stop is not None:
-                    break
-        finally:
-            close = getattr(events, "close", None)
-            if close is not None:
+        stop, chars, close = None, 0, getattr(events, "close", None) or (lambda: None)
+        with _watchdog(self.deadline, close) as late:
+            try:
+                for event in events:
+                    items += reader.feed(frame(event))
+                    chars += text_of(event)
+                    if reader.done:
+                        break
+                    sent = sum(b.size for b in reader.assembler.buffers.values())
+                    stop = _past_a_cap(chars, sent, late.is_set(), self.deadline)
+                    if stop is not None:
+                        break
+            except Exception:        # the watchdog closed the stream under the SDK's feet
+                if not late.is_set():
+                    raise
+                stop = _past_a_cap(0, 0, True, self.deadline)
+            finally:
                 close()
         items += reader.end()
         return ModelReply(tuple(items), reader.text, reader.stop_reason, stop)
@@ -163,6 +168,25 @@ class AnthropicChat(_Chat):
             self.messages.append(turn)
         if answers:                                   # Anthropic refuses a turn with no content blocks
             self.messages.append(anthropic_tool_results(answers, self.ids))
+
+
+@contextlib.contextmanager
+def _watchdog(seconds: float, close: Callable[[], Any]) -> Iterator[threading.Event]:
+    """Close the stream after ``seconds`` even if the SDK yields nothing (pings, comments); the
+    event says it fired. The timer is cancelled (and joined) when the block ends."""
+    late = threading.Event()
+
+    def fire() -> None:
+        late.set()
+        close()
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield late
+    finally:
+        timer.cancel()
+        timer.join()
 
 
 _STOPPED = "the host stopped reading; nothing in this reply was run"
