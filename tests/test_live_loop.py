@@ -280,3 +280,22 @@ def test_a_stream_of_events_the_sdk_skips_is_stopped_at_the_reply_deadline(vendo
         seconds = time.monotonic() - began
     assert run.stop is not None and run.stop.code == "timeout" and run.exit_status == 4
     assert 3.0 <= seconds < 120 and len(sent) > 1
+
+
+def test_the_command_and_the_policy_report_a_stopped_reply(tmp_path):
+    with endless_server(lambda n: _chunk({"content": "x" * 4096})) as (url, sent):
+        out, err = io.StringIO(), io.StringIO()
+        status = live_command(["--vendor", "openai", "--base-url", url, "--model", "m", "--stream",
+                               "--workspace", str(tmp_path), "--task", "t"], out, err)
+        client = make_client(endpoint_from("openai", "m", url, environ={}), timeout=120)
+        try:
+            chat = chat_for("openai", client, "m", [tk.make_read_file(tmp_path).contract], "t",
+                            stream=True)
+            policy = ModelPolicy(chat)
+            state = tk.evaluate(tk.State("t"), policy, tk.Host.of([tk.make_read_file(tmp_path)]))
+        finally:
+            client.close()
+    assert status == 4 and err.getvalue() == ""
+    assert out.getvalue().splitlines()[-1].startswith("stopped: $.text: ")
+    assert state.done and state.observations == () and policy.answer == ""
+    assert policy.stop is not None and policy.stop.code == "too_large"
