@@ -6,7 +6,8 @@
         reply = ask the model; a dropped connection, a 429 or a 5xx waits what chapter 06's
                 controller decides (full jitter, at least the endpoint's Retry-After), then asks again,
                 until the host's retry budget is spent: then the run stops with one line
-        if the model asked for nothing: its text is the answer; stop
+        a reply past a cap of toolkit._caps or its deadline: nothing in it runs; stop, with one line
+        if the model asked for nothing: its text is the answer; stop (saying so if it never called)
         refused while reading (cut, unparseable, reused id): answered at once, never run
         the other calls: one round, scheduled by the resources they touch (toolkit.wire.run_round),
                          each checked by the contract and, if not safe to repeat, run through the ledger
