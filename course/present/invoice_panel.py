@@ -236,7 +236,7 @@ class InvoicePanel:
         chosen = self.run
         self.outcome = scenario(chosen.mode, chosen.crash_at, chosen.durable)
         self._text = outcome_text(self.setting, chosen, self.outcome)
-        self.view.value = drawn_html(trace_svg(self.setting, self.outcome), self._text)
+        self.view.value = drawn_html(trace_svg(self.setting, self.outcome), self._text, shown=True)
 
     def _ipython_display_(self) -> None:  # pragma: no cover - display only
         from IPython.display import display

@@ -106,7 +106,7 @@ class LegalityPanel:
     def _update(self, _change: object = None) -> None:
         verdict = self.verdict
         self._text = verdict_text(verdict)
-        self.view.value = drawn_html(legality_svg(verdict, self.labels), self._text)
+        self.view.value = drawn_html(legality_svg(verdict, self.labels), self._text, shown=True)
 
     def _ipython_display_(self) -> None:  # pragma: no cover - display only
         from IPython.display import display

@@ -139,7 +139,7 @@ class ReadFilePanel:
     def _update(self, _change: object = None) -> None:
         self.current = attempt(self.tree, self.menu.value, self.layers)
         self._text = self.current.text()
-        self.view.value = drawn_html(ladder_svg(self.current), self._text)
+        self.view.value = drawn_html(ladder_svg(self.current), self._text, shown=True)
 
     def _ipython_display_(self) -> None:  # pragma: no cover - display only
         from IPython.display import display

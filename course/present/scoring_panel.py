@@ -89,7 +89,8 @@ class ScoringPanel:
 
     def _update(self, _change: object = None) -> None:
         self._text = choice_text(self.options, self.lam_c.value, self.lam_r.value)
-        self.view.value = drawn_html(choice_svg(self.options, self.lam_c.value, self.lam_r.value), self._text)
+        self.view.value = drawn_html(choice_svg(self.options, self.lam_c.value, self.lam_r.value), self._text,
+                                     shown=True)
 
     def _ipython_display_(self) -> None:  # pragma: no cover - display only
         from IPython.display import display
