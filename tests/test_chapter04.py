@@ -287,7 +287,7 @@ def test_the_chapter_says_things_in_its_own_words_and_ends_cleanly():
     assert not any("legal=0" in c.source for c in code), "legality is derived from the check, never typed"
     for heading in ("## Summary", "**Exercise:** `exercises/04_choosing_calls.ipynb`"):
         assert heading in prose
-    widget = next(i for i, c in enumerate(code) if c.source.rstrip().endswith("panel.widget"))
+    widget = next(i for i, c in enumerate(code) if c.source.strip().splitlines()[-1].split("#")[0].strip() == "panel")
     assert not any("panel.text()" in c.source for c in code), "the panel shows its own text, under its drawing"
     scores = next(c for c in code[widget + 1:] if "choice_text([read, edit], lam_c=1, lam_r=0.25)" in c.source)
     assert scores.outputs[0].text.startswith(choice_text([read, edit], 1, 0.25) + "\n")

@@ -250,6 +250,12 @@ SHOWN = {"01_a_request_is_not_an_action": "request    outside path",
          "05_ledger_and_duplicate_invoice": "invoices for order-431: 2 (INV-9, INV-10)"}
 
 
+def displays_the_panel(source: str) -> bool:
+    """A cell whose last line is ``panel`` (a comment may follow): the panel displayed itself."""
+    lines = source.strip().splitlines()
+    return bool(lines) and lines[-1].split("#")[0].strip() == "panel"
+
+
 def _notebook(name: str):
     return nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
 
@@ -277,17 +283,29 @@ def stored_views(nb) -> list[str]:
 
 @pytest.mark.parametrize("name", sorted(SHOWN))
 def test_the_notebook_stores_its_panel_so_a_reload_shows_it(name):
+    """Trusted, a reopened page draws the stored widget; not yet trusted, it shows the plain text: the panel's."""
     nb = _notebook(name)
     assert "widgets" in nb.metadata, "run: python scripts/run_notebooks.py " + f"notebooks/{name}.ipynb"
     views = stored_views(nb)
     assert len(views) == 1, "one panel shown"
     assert SHOWN[name] in shown_text(views[0]), "the stored panel shows the state the notebook left it in"
+    [cell] = [c for c in nb.cells if c.cell_type == "code" and displays_the_panel(c.source)]
+    [output] = cell.outputs
+    assert output.data["text/plain"] == shown_text(views[0]), "its plain text is the panel's text form"
+
+
+def test_a_panel_displayed_is_its_widget_with_its_text_as_plain_text():
+    panel = LegalityPanel(scenario, ("schema", "auth", "pre"))
+    panel.set(auth=False)
+    bundle = panel._repr_mimebundle_()
+    assert bundle["text/plain"] == panel.text() and "blocked by: auth_ok" in bundle["text/plain"]
+    assert bundle[WIDGET_VIEW]["model_id"] == panel.widget.model_id
 
 
 @pytest.mark.parametrize("name", sorted(SHOWN))
 def test_no_later_cell_changes_the_panel_or_prints_its_text(name):
     code = [c.source for c in _notebook(name).cells if c.cell_type == "code"]
-    shown = next(i for i, source in enumerate(code) if source.rstrip().endswith("panel.widget"))
+    shown = next(i for i, source in enumerate(code) if displays_the_panel(source))
     for source in code[shown + 1:]:
         assert not _re.search(r"\bpanel\.set\(|\bpanel\.\w+\.value\s*=|print\(panel\.text\(\)\)", source), source
 
