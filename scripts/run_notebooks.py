@@ -93,7 +93,8 @@ def execute(nb: Any, cwd: Path, allow_errors: bool = False, timeout: int = CELL_
 def normalize(nb: Any, widgets: bool = False) -> Any:
     """Remove everything that changes from run to run (see the module docstring); returns ``nb``.
 
-    ``widgets=False`` drops widget state and views; ``widgets=True`` keeps them, under stable model ids.
+    ``widgets=False`` drops widget state and views; ``widgets=True`` keeps them, under stable
+    model ids.
     """
     if widgets and nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state"):
         nb = stable_widget_ids(nb)
@@ -110,17 +111,18 @@ def normalize(nb: Any, widgets: bool = False) -> Any:
 
 
 def stable_widget_ids(nb: Any) -> Any:
-    """Rename every widget model after its place in the run (the order the kernel made them); returns ``nb``.
+    """Rename every widget model after its place in the run (the order the kernel made them).
 
-    The ids appear in the state (``IPY_MODEL_<id>`` references between models) and in each output's widget
-    view; all of them are renamed together, in the notebook's text.
+    The ids appear in the state (``IPY_MODEL_<id>`` references between models) and in each
+    output's widget view; all of them are renamed together, in the notebook's text. Returns ``nb``.
     """
     import nbformat
 
     state = nb.metadata.widgets[WIDGET_STATE]["state"]
     text = json.dumps(nb)
     for n, old in enumerate(list(state)):
-        text = text.replace(old, hashlib.sha256(f"widget model {n}".encode("utf-8")).hexdigest()[:32])
+        new_id = hashlib.sha256(f"widget model {n}".encode("utf-8")).hexdigest()[:32]
+        text = text.replace(old, new_id)
     new = nbformat.from_dict(json.loads(text))
     nb.clear()
     nb.update(new)

@@ -162,7 +162,7 @@ def test_read_file_ladder_marks_the_rung_that_refused(request_, layers, refused)
         assert hidden_text(panel.view.value) == panel.text()
 
 
-# ------------------------------------------------------------------ a panel and its text are one thing
+# ------------------------------------------------------------ a panel and its text are one thing
 from pathlib import Path
 
 import nbformat
@@ -176,7 +176,8 @@ def shown_text(value: str) -> str:
     """The text form a panel shows in plain sight, under its drawing (no clipping style)."""
     match = _re.search(r"</div><pre style='([^']*)' class='tk-text'>(.*?)</pre>$", value, _re.S)
     assert match, "the panel shows its text form under the drawing"
-    assert "clip" not in match.group(1) and "position:absolute" not in match.group(1), "shown, not hidden"
+    style = match.group(1)
+    assert "clip" not in style and "position:absolute" not in style, "shown, not hidden"
     return _html.unescape(match.group(2))
 
 
@@ -191,8 +192,8 @@ def test_the_legality_text_states_the_lights_verdict_after_every_click():
     panel = LegalityPanel(scenario, ("schema", "auth", "pre"))
     legal_in_text = lambda text: _re.search(r"^legal = .* = ([01])$", text, _re.M).group(1)
     legal_in_drawing = lambda value: {"legal": "1", "refused": "0"}[drawn(value, "verdict")[0]]
-    for change in ({}, {"auth": False}, {"auth": True, "pre": False}, {"schema": False}, {"schema": True},
-                   {"pre": True}):
+    for change in ({}, {"auth": False}, {"auth": True, "pre": False}, {"schema": False},
+                   {"schema": True}, {"pre": True}):
         panel.set(**change)
         agrees(panel, legal_in_text, legal_in_drawing)
     panel.boxes[1].value = False                        # a click on the widget itself
@@ -206,7 +207,8 @@ def test_the_read_file_text_states_what_the_ladder_opened_after_every_choice():
     opened_in_text = lambda text: "1" if "touched    yes" in text else "0"
     with ReadFilePanel() as panel:
         for change in ({}, {"request": "valid path"}, {"request": "symlink out", "path": False},
-                       {"request": "missing path", "path": True, "schema": False}, {"request": "cut JSON chunk"}):
+                       {"request": "missing path", "path": True, "schema": False},
+                       {"request": "cut JSON chunk"}):
             panel.set(**change)
             agrees(panel, opened_in_text, lambda value: drawn(value, "opened")[0])
         panel.menu.value = "valid path"
@@ -231,7 +233,8 @@ def test_the_invoice_text_counts_the_invoices_the_lanes_draw_after_every_switch(
 
     panel = InvoicePanel()
     count_in_text = lambda text: _re.search(r"^invoices for order-431: (\d+)", text, _re.M).group(1)
-    for change in ({}, {"honours": True}, {"honours": False, "durable": False, "crash": "after_ledger"},
+    for change in ({}, {"honours": True},
+                   {"honours": False, "durable": False, "crash": "after_ledger"},
                    {"durable": True}, {"atomic": True, "crash": "after_effect_before_ledger"}):
         panel.set(**change)
         agrees(panel, count_in_text, lambda value: drawn(value, "invoices")[0])
@@ -241,9 +244,9 @@ def test_the_invoice_text_counts_the_invoices_the_lanes_draw_after_every_switch(
     assert count_in_text(panel.text()) == "2"
 
 
-# ------------------------------------------------------------------ the notebooks: panels left alone, state stored
-#: The chapters whose panels show their text (course/present/*_panel.py with ``shown=True``), and what each
-#: panel shows when its notebook has run from the top.
+# ------------------------------------------------------------ the notebooks: panels left alone
+#: The chapters whose panels show their text (course/present/*_panel.py with ``shown=True``), and
+#: what each panel shows when its notebook has run from the top.
 SHOWN = {"01_a_request_is_not_an_action": "request    outside path",
          "02_contracts_and_legality": "legal = 1 x 1 x 1 = 1",
          "04_choosing_among_legal_calls": "chosen: read the script",
@@ -261,7 +264,7 @@ def _notebook(name: str):
 
 
 def stored_views(nb) -> list[str]:
-    """For each widget a code cell displays, every HTML value in its stored state (the widget's children too)."""
+    """Every HTML value in the stored state of each widget a code cell displays (children too)."""
     state = nb.metadata["widgets"][WIDGET_STATE]["state"]
     found = []
 
@@ -283,15 +286,15 @@ def stored_views(nb) -> list[str]:
 
 @pytest.mark.parametrize("name", sorted(SHOWN))
 def test_the_notebook_stores_its_panel_so_a_reload_shows_it(name):
-    """Trusted, a reopened page draws the stored widget; not yet trusted, it shows the plain text: the panel's."""
+    """Trusted, a reopened page draws the stored widget; untrusted, it shows the panel's text."""
     nb = _notebook(name)
-    assert "widgets" in nb.metadata, "run: python scripts/run_notebooks.py " + f"notebooks/{name}.ipynb"
+    assert "widgets" in nb.metadata, f"run: python scripts/run_notebooks.py notebooks/{name}.ipynb"
     views = stored_views(nb)
     assert len(views) == 1, "one panel shown"
-    assert SHOWN[name] in shown_text(views[0]), "the stored panel shows the state the notebook left it in"
+    assert SHOWN[name] in shown_text(views[0]), "the stored panel shows the notebook's last state"
     [cell] = [c for c in nb.cells if c.cell_type == "code" and displays_the_panel(c.source)]
     [output] = cell.outputs
-    assert output.data["text/plain"] == shown_text(views[0]), "its plain text is the panel's text form"
+    assert output.data["text/plain"] == shown_text(views[0]), "its plain text is the panel's text"
 
 
 def test_a_panel_displayed_is_its_widget_with_its_text_as_plain_text():
@@ -307,20 +310,23 @@ def test_no_later_cell_changes_the_panel_or_prints_its_text(name):
     code = [c.source for c in _notebook(name).cells if c.cell_type == "code"]
     shown = next(i for i, source in enumerate(code) if displays_the_panel(source))
     for source in code[shown + 1:]:
-        assert not _re.search(r"\bpanel\.set\(|\bpanel\.\w+\.value\s*=|print\(panel\.text\(\)\)", source), source
+        changes = r"\bpanel\.set\(|\bpanel\.\w+\.value\s*=|print\(panel\.text\(\)\)"
+        assert not _re.search(changes, source), source
 
 
 def test_stored_widget_ids_are_the_same_every_run(tmp_path):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("_run_notebooks", ROOT / "scripts" / "run_notebooks.py")
+    script = ROOT / "scripts" / "run_notebooks.py"
+    spec = importlib.util.spec_from_file_location("_run_notebooks", script)
     runner = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(runner)
     path = tmp_path / "panel.ipynb"
     texts = []
     for _ in range(2):
-        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-            "import ipywidgets as w\nbox = w.VBox([w.Checkbox(description='on'), w.HTML('<b>x</b>')])\nbox")]), path)
+        source = ("import ipywidgets as w\n"
+                  "w.VBox([w.Checkbox(description='on'), w.HTML('<b>x</b>')])")
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]), path)
         assert runner.main([str(path)]) == 0
         texts.append(path.read_text(encoding="utf-8"))
     assert texts[0] == texts[1]

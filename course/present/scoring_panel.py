@@ -90,8 +90,8 @@ class ScoringPanel:
 
     def _update(self, _change: object = None) -> None:
         self._text = choice_text(self.options, self.lam_c.value, self.lam_r.value)
-        self.view.value = drawn_html(choice_svg(self.options, self.lam_c.value, self.lam_r.value), self._text,
-                                     shown=True)
+        drawing = choice_svg(self.options, self.lam_c.value, self.lam_r.value)
+        self.view.value = drawn_html(drawing, self._text, shown=True)
 
     def _repr_mimebundle_(self, **kwargs: object) -> dict:
         """Displayed itself, the panel is its widget, with its text form as the plain text."""

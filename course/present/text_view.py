@@ -1,8 +1,9 @@
 """Chapters 01-08: a monospaced text block for a page, optionally with a coloured edge (for text-only views).
 
-``panel_bundle`` is what a panel shows when displayed itself (``panel`` as a cell's last line): its
-widget, with the panel's text form as the plain text, so a page that cannot draw the widget (a notebook
-not yet trusted, reopened before its kernel has run) shows the panel's words, not a ``VBox(...)`` line.
+``panel_bundle`` is what a panel shows when displayed itself (``panel`` as a cell's last
+line): its widget, with the panel's text form as the plain text, so a page that cannot draw
+the widget (a notebook not yet trusted, reopened before its kernel has run) shows the
+panel's words, not a ``VBox(...)`` line.
 
 The chapter panels draw instead (``course.present.svg``) and keep their text form hidden beside the drawing.
 

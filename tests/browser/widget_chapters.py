@@ -81,7 +81,7 @@ CHAPTERS: dict[str, Chapter] = {
     "01_a_request_is_not_an_action": Chapter(
         summary="the read_file status follows the request picked, and a hostile path never opens a file, "
                 "even with the path layer switched off",
-        # later cells run the panel's requests through ``attempt``: the panel stays on its first request
+        # later cells run its requests through ``attempt``: the panel keeps its first request
         first=("request    outside path", "caught by  the path layer", UNTOUCHED),
         steps=(
             select("request", "valid path", "result     call_1: succeeded", "touched    yes: opened config.ts",
@@ -160,12 +160,12 @@ CHAPTERS: dict[str, Chapter] = {
     "05_ledger_and_duplicate_invoice": Chapter(
         summary="with a crash after the ledger records the key, an in-memory key gives two invoices and a "
                 "durable key one; an atomic ledger or a billing service that honours keys gives one",
-        # later cells play the repairs on panels of their own: the panel stays as the chapter opened it
-        first=("durable key: on | atomic ledger: off | billing honours keys: off | crash at after_effect_before_ledger",
-               "invoices for order-431: 2"),
+        # later cells play the repairs on panels of their own: the panel stays as it opened
+        first=("durable key: on | atomic ledger: off | billing honours keys: off | "
+               "crash at after_effect_before_ledger", "invoices for order-431: 2"),
         steps=(
-            check(HONOURS, True, "billing honours keys: on", "invoices for order-431: 1", hides=("INV-10",),
-                  draws=('[data-invoices="1"]',)),
+            check(HONOURS, True, "billing honours keys: on", "invoices for order-431: 1",
+                  hides=("INV-10",), draws=('[data-invoices="1"]',)),
             check(HONOURS, False, "billing honours keys: off", "invoices for order-431: 2"),
             select("crash", "after_ledger", "invoices for order-431: 1"),
             check(DURABLE, False, "durable key: off", "invoices for order-431: 2 (INV-9, INV-10)",
