@@ -10,8 +10,10 @@ unchanged notebook (with the same Python) gives a byte-identical file and a clea
 
 * execution counts run 1, 2, 3, ... (a fresh kernel, cells in order);
 * no timing metadata (nbclient's per-cell timestamps are not recorded);
-* no widget state and no widget views (their model ids are random on every run); the
-  plain-text form of a widget is kept, and a live kernel redraws the widget anyway;
+* widget state is stored with the notebook, and each widget view beside its plain-text form,
+  so a page opened (or reloaded) before its kernel has run shows the panels as they were left
+  rather than a ``VBox(children=...)`` line; the model ids the kernel draws at random are
+  replaced by ids made from each model's place in the run (the n-th model made, every run);
 * adjacent pieces of the same stream are joined (how print output is split into
   messages depends on timing);
 * ``language_info`` is stored exactly as the kernel reported it, Python version included:
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import sys
 import time
 from pathlib import Path
@@ -39,6 +42,7 @@ KERNEL_NAME = "python3"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": KERNEL_NAME}
 CELL_TIMEOUT = 120  # seconds; the same as pytest's --nbval-cell-timeout
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
 def _kernel_manager_class() -> type:
@@ -67,8 +71,11 @@ def _kernel_manager_class() -> type:
     return CurrentEnvKernelManager
 
 
-def execute(nb: Any, cwd: Path, allow_errors: bool = False, timeout: int = CELL_TIMEOUT) -> Any:
+def execute(nb: Any, cwd: Path, allow_errors: bool = False, timeout: int = CELL_TIMEOUT,
+            widget_state: bool = False) -> Any:
     """Run every cell of ``nb`` (changed in place and returned) in a fresh kernel started in ``cwd``.
+
+    With ``widget_state=True`` the widgets' state is collected into ``nb.metadata.widgets``.
 
     With ``allow_errors=False`` the first failing cell raises ``nbclient.exceptions.CellExecutionError``.
     With ``allow_errors=True`` every cell runs and failures are stored as ``error`` outputs.
@@ -76,23 +83,49 @@ def execute(nb: Any, cwd: Path, allow_errors: bool = False, timeout: int = CELL_
     from nbclient import NotebookClient
 
     client = NotebookClient(nb, timeout=timeout, kernel_name=KERNEL_NAME, allow_errors=allow_errors,
-                            record_timing=False, store_widget_state=False,
+                            record_timing=False, store_widget_state=widget_state,
                             kernel_manager_class=_kernel_manager_class(),
                             resources={"metadata": {"path": str(cwd)}})
     client.execute()
     return nb
 
 
-def normalize(nb: Any) -> Any:
-    """Remove everything that changes from run to run (see the module docstring); returns ``nb``."""
-    nb.metadata.pop("widgets", None)
+def normalize(nb: Any, widgets: bool = False) -> Any:
+    """Remove everything that changes from run to run (see the module docstring); returns ``nb``.
+
+    ``widgets=False`` drops widget state and views; ``widgets=True`` keeps them, under stable
+    model ids.
+    """
+    if widgets and nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state"):
+        nb = stable_widget_ids(nb)
+    else:
+        nb.metadata.pop("widgets", None)
     nb.metadata.pop("jupytext", None)   # authoring-tool bookkeeping, not part of the notebook
     nb.metadata["kernelspec"] = dict(KERNELSPEC)   # what JupyterLab writes for this kernel, too
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
         if cell.cell_type == "code":
-            cell.outputs = _normalize_outputs(cell.outputs)
+            cell.outputs = _normalize_outputs(cell.outputs, widgets)
     stable_ids(nb)
+    return nb
+
+
+def stable_widget_ids(nb: Any) -> Any:
+    """Rename every widget model after its place in the run (the order the kernel made them).
+
+    The ids appear in the state (``IPY_MODEL_<id>`` references between models) and in each
+    output's widget view; all of them are renamed together, in the notebook's text. Returns ``nb``.
+    """
+    import nbformat
+
+    state = nb.metadata.widgets[WIDGET_STATE]["state"]
+    text = json.dumps(nb)
+    for n, old in enumerate(list(state)):
+        new_id = hashlib.sha256(f"widget model {n}".encode("utf-8")).hexdigest()[:32]
+        text = text.replace(old, new_id)
+    new = nbformat.from_dict(json.loads(text))
+    nb.clear()
+    nb.update(new)
     return nb
 
 
@@ -112,12 +145,13 @@ def stable_ids(nb: Any) -> Any:
     return nb
 
 
-def _normalize_outputs(outputs: list) -> list:
+def _normalize_outputs(outputs: list, widgets: bool = False) -> list:
     kept: list = []
     for output in outputs:
         output.pop("transient", None)
         if output.output_type in ("display_data", "execute_result"):
-            output.data.pop(WIDGET_VIEW, None)
+            if not widgets:
+                output.data.pop(WIDGET_VIEW, None)
             output.metadata.pop(WIDGET_VIEW, None)
             if not output.data:
                 continue
@@ -145,11 +179,11 @@ def run_one(path: Path, timeout: int = CELL_TIMEOUT) -> bool:
     nb = nbformat.read(path, as_version=4)
     started = time.perf_counter()
     try:
-        execute(nb, path.parent, timeout=timeout)
+        execute(nb, path.parent, timeout=timeout, widget_state=True)
     except CellExecutionError as exc:
         print(f"FAILED {_show(path)}: a cell raised an error; nothing written\n{exc}", file=sys.stderr)
         return False
-    normalize(nb)
+    normalize(nb, widgets=True)
     nbformat.validate(nb)
     new = text_of(nb)
     changed = not path.exists() or path.read_text(encoding="utf-8") != new

@@ -353,9 +353,14 @@ def test_notebook_prints_what_the_toolkit_computes(tree):
     assert td.text() in text
     assert "schema errors for {'path': '/etc/passwd'}: []" in text
     sources = [src for src, _ in cells]
-    widget = next(i for i, src in enumerate(sources) if src.strip().endswith("panel.widget"))
-    assert sources[widget + 1].strip() == "print(panel.text())"
-    assert cells[widget + 1][1].strip() == attempt(tree, "outside path").text()
+    widget = next(i for i, src in enumerate(sources)
+                  if src.strip().splitlines()[-1].split("#")[0].strip() == "panel")
+    assert "print(panel.text())" not in "\n".join(sources), "the panel shows its own text"
+    requests = next(out for src, out in cells[widget + 1:]
+                    if "attempt(tree, label, layers).text()" in src)
+    settings = (("symlink out", {"schema", "business"}), ("missing path", {"path", "business"}),
+                ("cut JSON chunk", {"schema", "path", "business"}))
+    assert requests.strip() == "\n\n".join(attempt(tree, *setting).text() for setting in settings)
     for label in ("missing path", "outside path", "valid path"):
         assert attempt(tree, label).status_line in text
 
@@ -609,3 +614,21 @@ def test_the_four_consequences_are_read_off_the_contracts(tree):
     for consequence in ("an illegal call stops at the check", "a risky tool carries its risk in writing",
                         "a costly one shows its cost to the policy", "names the evidence"):
         assert consequence in prose, consequence
+
+
+@pytest.mark.skipif(not NOTEBOOK.exists(), reason="notebook not built yet")
+def test_the_notebook_prints_the_kernels_execute_where_it_teaches_validate_then_execute():
+    import inspect
+
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    step = next(i for i, c in enumerate(nb.cells)
+                if "**③ Validate, then execute or reject.**" in c.source)
+    assert "`Host.execute`" in nb.cells[step].source
+    shown = next(c for c in nb.cells[step:]
+                 if c.cell_type == "code" and "getsource(tk.Host.execute)" in c.source)
+    assert nb.cells.index(shown) <= step + 2, "right after the round it explains"
+    out = "".join(o.get("text", "") for o in shown.outputs)
+    assert out.startswith(inspect.getsource(tk.Host.execute))
+    assert "verdict = self.check(call)" in out and "rejection(verdict) if not verdict.legal" in out
+    assert out.endswith("call_8: legal = 0, so execute refused: rejected; "
+                        "same reason as the check: True\n")

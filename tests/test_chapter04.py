@@ -275,6 +275,7 @@ def test_a_deletion_that_needs_approval_is_refused_until_a_person_approves_that_
 # ------------------------------------------------------------ the notebook itself
 def test_the_chapter_says_things_in_its_own_words_and_ends_cleanly():
     nb = nbformat.read(NOTEBOOK, as_version=4)
+    read, edit = tk.Option("read the script", 8, 1, 1), tk.Option("eager edit", 11, 2, 6)
     prose = _prose(NOTEBOOK)
     assert "reward" not in prose                                  # R is risk here, and only risk
     assert "$R(u)$ its risk" in prose
@@ -286,8 +287,12 @@ def test_the_chapter_says_things_in_its_own_words_and_ends_cleanly():
     assert not any("legal=0" in c.source for c in code), "legality is derived from the check, never typed"
     for heading in ("## Summary", "**Exercise:** `exercises/04_choosing_calls.ipynb`"):
         assert heading in prose
-    widget = next(i for i, c in enumerate(code) if c.source.rstrip().endswith("panel.widget"))
-    assert code[widget + 1].source.strip() == "print(panel.text())"
+    widget = next(i for i, c in enumerate(code)
+                  if c.source.strip().splitlines()[-1].split("#")[0].strip() == "panel")
+    assert not any("panel.text()" in c.source for c in code), "the panel shows its own text"
+    scores = next(c for c in code[widget + 1:]
+                  if "choice_text([read, edit], lam_c=1, lam_r=0.25)" in c.source)
+    assert scores.outputs[0].text.startswith(choice_text([read, edit], 1, 0.25) + "\n")
     assert [i for i, c in enumerate(code) if "cleanup()" in c.source] == [len(code) - 1]
     assert code[-1].outputs[0].text == "chapter workspace removed: True\n"
 
@@ -311,22 +316,22 @@ def _tool_lists(host):
     undocumented = {"type": "object", "properties": {"path": {"type": "string"}, "mode": {"type": "string"}},
                     "required": ["path"]}
     vague = dataclasses.replace(READ_FILE, description="Helper for files.", schema=undocumented)
-    padded = dataclasses.replace(READ_FILE, description=READ_FILE.description + (
-        " Our platform team set this workspace up in 2019 after the server migration; compliance asks that every"
-        " access be logged, and operations rotate the storage keys each quarter under the retention policy."))
     return {"read_file declared": [READ_FILE, edit_tool, exports_tool], "read_file left out": [edit_tool, exports_tool],
-            "vague read_file": [vague, edit_tool, exports_tool], "background piled in": [padded, edit_tool, exports_tool]}
+            "vague read_file": [vague, edit_tool, exports_tool]}
 
 
 def test_the_tool_list_decides_which_tool_a_model_can_pick(host):
     task = "Return the content of the build script"
     picks = {label: pick_tool(task, tools_for("anthropic", contracts)) for label, contracts in _tool_lists(host).items()}
     assert {label: p.best for label, p in picks.items()} == {
-        "read_file declared": "read_file", "read_file left out": "edit_file", "vague read_file": "edit_file",
-        "background piled in": "edit_file"}
+        "read_file declared": "read_file", "read_file left out": "edit_file",
+        "vague read_file": "edit_file"}
     assert "read_file" not in picks["read_file left out"].scores, "a tool left out is never a candidate"
     assert picks["vague read_file"].scores["read_file"] == 0
-    assert 0 < picks["background piled in"].scores["read_file"] < picks["read_file declared"].scores["read_file"]
+    detail = " Use it before editing a file."
+    longer = dataclasses.replace(READ_FILE, description=READ_FILE.description + detail)
+    diluted = pick_tool(task, tools_for("anthropic", [longer])).scores["read_file"]
+    assert diluted < picks["read_file declared"].scores["read_file"], "the stand-in's arithmetic"
     assert pick_tool("xyzzy", tools_for("anthropic", [READ_FILE])).best is None
     printed = _stdout(NOTEBOOK)
     for label, p in picks.items():
@@ -345,3 +350,15 @@ def test_the_schema_constrains_the_arguments_the_description_cannot(host, tmp_pa
     assert "read_file's schema   schema_ok fail  legal = 0 x 1 x 1 = 0  $.mode: 'binary' is not one of ['text', 'lines']" \
         in printed
     assert "undocumented schema  schema_ok pass  legal = 1 x 1 x 1 = 1  (reaches the tool)" in printed
+
+
+def test_section_4_1_names_the_stand_in_and_gives_the_sources_advice():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    section = prose[prose.index("## 4.1"):prose.index("## 4.2")]
+    assert "**a word-overlap\nscorer, not a model**" in section
+    assert "*business background*" in section and "not in the schema" in section
+    assert "tell the tools\napart" in section
+    assert "vendors' tool guides ask for detailed descriptions" in section
+    for claim in ("piled", "padded", "short enough to read", "dilutes the\nmatch"):
+        assert claim not in prose, claim

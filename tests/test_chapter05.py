@@ -2,6 +2,7 @@
 the real-crash trace and its two repairs, the crash matrix, racing processes, conflicts and in-progress keys,
 the timeout rules, the invoice panel driven from plain Python, the chapter's core path and deep dives, and the
 exercise harness (played side by side, its race, its platform check)."""
+import html
 import ast
 import multiprocessing
 import re
@@ -317,17 +318,27 @@ def stored_text(nb) -> str:
                      if o.output_type == "stream")
 
 
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
 def test_notebook_stores_the_chapter_facts_and_cleans_up():
     nb = nbformat.read(NOTEBOOK, as_version=4)
     text = stored_text(nb)
-    assert "\n".join(TRACE) in text, "the real run's five lines"
-    assert "invoices for order-431: 2 (INV-9, INV-10)" in text
+    first = "durable key: on | atomic ledger: off | billing honours keys: off"
+    stored = nb.metadata["widgets"][WIDGET_STATE]["state"].values()    # stored with the notebook
+    shown = html.unescape(next(m["state"]["value"] for m in stored
+                               if m["model_name"] == "HTMLModel" and first in m["state"]["value"]))
+    assert "\n".join(TRACE) in shown, "the real run's five lines"
+    assert "invoices for order-431: 2 (INV-9, INV-10)" in shown
     assert matrix_table(crash_matrix(in_memory=True)) in text
     assert "80 calls -> 20 effects; effects per key: [1]" in text and "waited" not in text
     assert "ledger 0 -> 1 entry" in text and "ledger 1 -> 1 entry, result INV-9, visible invoices 1" in text
     assert "temporary files removed: True" in text
-    panel_cell = next(c for c in nb.cells if c.cell_type == "code" and c.source.strip() == "print(panel.text())")
-    assert panel_cell.outputs[0]["text"] == InvoicePanel().text() + "\n"
+    assert not any("panel.text()" in c.source for c in nb.cells), "the panel shows its own text"
+    repairs = next(c for c in nb.cells
+                   if c.cell_type == "code" and "InvoicePanel(atomic=True).text()" in c.source)
+    assert repairs.outputs[0]["text"] == \
+        InvoicePanel(atomic=True).text() + "\n\n" + InvoicePanel(honours=True).text() + "\n"
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert "## Summary" in markdown and "exercises/05_atomic_ledger.ipynb" in markdown
     assert "/tmp/" not in text and not re.search(r"\bpids?\b", text, re.IGNORECASE)
@@ -462,6 +473,25 @@ def test_class_experiment_cell_follows_the_lesson_and_says_where_it_ran():
     assert repairs < index < matrix, "the class experiment comes right after the duplicate-invoice lesson"
     out = "".join(o.get("text", "") for o in core[index].outputs)
     assert "no class hub found" in out and "(1 duplicate)" in out and "INV-9', 'INV-10'" in out
+    assert "key: sent with every request | the agent's ledger rule: off" in out
+    assert "key=invoice:order-431" in out
+    assert "keys: off" not in out, "the agent sends a key either way"
+    for word in ("*pending*", "*in progress*", "*reconciled*"):
+        assert word in explained, f"the keys-on trace's {word} is explained where it is first used"
+
+
+def test_the_class_experiments_keys_on_trace_uses_the_words_the_chapter_explains(monkeypatch):
+    from course.worlds import run_class_experiment
+
+    monkeypatch.delenv("COURSE_BILLING_URL", raising=False)
+    monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
+    lines = run_class_experiment(keyed=True).lines()
+    assert lines[1] == ("student: you | order: order-431 | key: sent with every request"
+                        " | the agent's ledger rule: on")
+    trace = "\n".join(lines[2:-1])
+    assert "claim" not in trace
+    for word in ("pending", "in progress", "reconciled"):
+        assert word in trace, word
 
 
 def test_the_exercise_harness_plays_every_point_at_once_as_it_plays_each_alone():

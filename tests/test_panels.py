@@ -160,3 +160,175 @@ def test_read_file_ladder_marks_the_rung_that_refused(request_, layers, refused)
             assert rungs["path layer"] == "off"
         assert drawn(panel.view.value, "opened") == (["1"] if refused is None else ["0"])
         assert hidden_text(panel.view.value) == panel.text()
+
+
+# ------------------------------------------------------------ a panel and its text are one thing
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def shown_text(value: str) -> str:
+    """The text form a panel shows in plain sight, under its drawing (no clipping style)."""
+    match = _re.search(r"</div><pre style='([^']*)' class='tk-text'>(.*?)</pre>$", value, _re.S)
+    assert match, "the panel shows its text form under the drawing"
+    style = match.group(1)
+    assert "clip" not in style and "position:absolute" not in style, "shown, not hidden"
+    return _html.unescape(match.group(2))
+
+
+def agrees(panel, verdict_of_text, verdict_of_drawing) -> None:
+    """The text under the drawing is ``.text()``, and it states the verdict the drawing shows."""
+    value = panel.view.value
+    assert shown_text(value) == panel.text()
+    assert verdict_of_text(panel.text()) == verdict_of_drawing(value), panel.text()
+
+
+def test_the_legality_text_states_the_lights_verdict_after_every_click():
+    panel = LegalityPanel(scenario, ("schema", "auth", "pre"))
+    legal_in_text = lambda text: _re.search(r"^legal = .* = ([01])$", text, _re.M).group(1)
+    legal_in_drawing = lambda value: {"legal": "1", "refused": "0"}[drawn(value, "verdict")[0]]
+    for change in ({}, {"auth": False}, {"auth": True, "pre": False}, {"schema": False},
+                   {"schema": True}, {"pre": True}):
+        panel.set(**change)
+        agrees(panel, legal_in_text, legal_in_drawing)
+    panel.boxes[1].value = False                        # a click on the widget itself
+    agrees(panel, legal_in_text, legal_in_drawing)
+    assert legal_in_text(panel.text()) == "0"
+
+
+def test_the_read_file_text_states_what_the_ladder_opened_after_every_choice():
+    from course.present.read_file_panel import ReadFilePanel
+
+    opened_in_text = lambda text: "1" if "touched    yes" in text else "0"
+    with ReadFilePanel() as panel:
+        for change in ({}, {"request": "valid path"}, {"request": "symlink out", "path": False},
+                       {"request": "missing path", "path": True, "schema": False},
+                       {"request": "cut JSON chunk"}):
+            panel.set(**change)
+            agrees(panel, opened_in_text, lambda value: drawn(value, "opened")[0])
+        panel.menu.value = "valid path"
+        agrees(panel, opened_in_text, lambda value: drawn(value, "opened")[0])
+        assert opened_in_text(panel.text()) == "1"
+
+
+def test_the_scoring_text_names_the_option_the_drawing_frames_after_every_move():
+    read, edit = tk.Option("read", 8, 1, 1), tk.Option("edit", 11, 2, 6)
+    panel = ScoringPanel([read, edit])
+    chosen_in_text = lambda text: text.rsplit("chosen: ", 1)[1]
+    for lam_c, lam_r in ((1, 1), (1, 0.25), (0, 3), (1, 1)):
+        panel.set(lam_c=lam_c, lam_r=lam_r)
+        agrees(panel, chosen_in_text, lambda value: drawn(value, "chosen")[0])
+    panel.lam_r.value = 0.0
+    agrees(panel, chosen_in_text, lambda value: drawn(value, "chosen")[0])
+    assert chosen_in_text(panel.text()) == "edit"
+
+
+def test_the_invoice_text_counts_the_invoices_the_lanes_draw_after_every_switch():
+    from course.present.invoice_panel import InvoicePanel
+
+    panel = InvoicePanel()
+    count_in_text = lambda text: _re.search(r"^invoices for order-431: (\d+)", text, _re.M).group(1)
+    for change in ({}, {"honours": True},
+                   {"honours": False, "durable": False, "crash": "after_ledger"},
+                   {"durable": True}, {"atomic": True, "crash": "after_effect_before_ledger"}):
+        panel.set(**change)
+        agrees(panel, count_in_text, lambda value: drawn(value, "invoices")[0])
+        assert panel.text().startswith(f"durable key: {'on' if panel.durable.value else 'off'} |")
+    panel.atomic.value = False                           # a click on the widget itself
+    agrees(panel, count_in_text, lambda value: drawn(value, "invoices")[0])
+    assert count_in_text(panel.text()) == "2"
+
+
+# ------------------------------------------------------------ the notebooks: panels left alone
+#: The chapters whose panels show their text (course/present/*_panel.py with ``shown=True``), and
+#: what each panel shows when its notebook has run from the top.
+SHOWN = {"01_a_request_is_not_an_action": "request    outside path",
+         "02_contracts_and_legality": "legal = 1 x 1 x 1 = 1",
+         "04_choosing_among_legal_calls": "chosen: read the script",
+         "05_ledger_and_duplicate_invoice": "invoices for order-431: 2 (INV-9, INV-10)"}
+
+
+def displays_the_panel(source: str) -> bool:
+    """A cell whose last line is ``panel`` (a comment may follow): the panel displayed itself."""
+    lines = source.strip().splitlines()
+    return bool(lines) and lines[-1].split("#")[0].strip() == "panel"
+
+
+def _notebook(name: str):
+    return nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+
+
+def stored_views(nb) -> list[str]:
+    """Every HTML value in the stored state of each widget a code cell displays (children too)."""
+    state = nb.metadata["widgets"][WIDGET_STATE]["state"]
+    found = []
+
+    def html_values(model_id: str) -> list[str]:
+        model = state[model_id]
+        values = [model["state"]["value"]] if model["model_name"] == "HTMLModel" else []
+        for child in model["state"].get("children", []):
+            values += html_values(child.removeprefix("IPY_MODEL_"))
+        return values
+
+    for cell in nb.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            view = output.get("data", {}).get(WIDGET_VIEW)
+            if view:
+                assert view["model_id"] in state, "every widget view has its state in the notebook"
+                found += html_values(view["model_id"])
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(SHOWN))
+def test_the_notebook_stores_its_panel_so_a_reload_shows_it(name):
+    """Trusted, a reopened page draws the stored widget; untrusted, it shows the panel's text."""
+    nb = _notebook(name)
+    assert "widgets" in nb.metadata, f"run: python scripts/run_notebooks.py notebooks/{name}.ipynb"
+    views = stored_views(nb)
+    assert len(views) == 1, "one panel shown"
+    assert SHOWN[name] in shown_text(views[0]), "the stored panel shows the notebook's last state"
+    [cell] = [c for c in nb.cells if c.cell_type == "code" and displays_the_panel(c.source)]
+    [output] = cell.outputs
+    assert output.data["text/plain"] == shown_text(views[0]), "its plain text is the panel's text"
+
+
+def test_a_panel_displayed_is_its_widget_with_its_text_as_plain_text():
+    panel = LegalityPanel(scenario, ("schema", "auth", "pre"))
+    panel.set(auth=False)
+    bundle = panel._repr_mimebundle_()
+    assert bundle["text/plain"] == panel.text() and "blocked by: auth_ok" in bundle["text/plain"]
+    assert bundle[WIDGET_VIEW]["model_id"] == panel.widget.model_id
+
+
+@pytest.mark.parametrize("name", sorted(SHOWN))
+def test_no_later_cell_changes_the_panel_or_prints_its_text(name):
+    code = [c.source for c in _notebook(name).cells if c.cell_type == "code"]
+    shown = next(i for i, source in enumerate(code) if displays_the_panel(source))
+    for source in code[shown + 1:]:
+        changes = r"\bpanel\.set\(|\bpanel\.\w+\.value\s*=|print\(panel\.text\(\)\)"
+        assert not _re.search(changes, source), source
+
+
+def test_stored_widget_ids_are_the_same_every_run(tmp_path):
+    import importlib.util
+
+    script = ROOT / "scripts" / "run_notebooks.py"
+    spec = importlib.util.spec_from_file_location("_run_notebooks", script)
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    path = tmp_path / "panel.ipynb"
+    texts = []
+    for _ in range(2):
+        source = ("import ipywidgets as w\n"
+                  "w.VBox([w.Checkbox(description='on'), w.HTML('<b>x</b>')])")
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]), path)
+        assert runner.main([str(path)]) == 0
+        texts.append(path.read_text(encoding="utf-8"))
+    assert texts[0] == texts[1]
+    nb = nbformat.reads(texts[0], as_version=4)
+    assert stored_views(nb) == ["<b>x</b>"]

@@ -14,6 +14,7 @@ import re
 from typing import Any, Mapping, Sequence
 
 from course.worlds import CRASH_POINTS, GuardedRun, crash_matrix, guarded_run, run_scenario
+from course.present.text_view import panel_bundle
 from course.present.svg import (AMBER, BLUE, FAINT, GREEN, INK, LIGHT_BLUE, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED,
                                  drawn_html, svg_figure, svg_line, svg_lines, svg_rect, svg_text)
 
@@ -236,12 +237,11 @@ class InvoicePanel:
         chosen = self.run
         self.outcome = scenario(chosen.mode, chosen.crash_at, chosen.durable)
         self._text = outcome_text(self.setting, chosen, self.outcome)
-        self.view.value = drawn_html(trace_svg(self.setting, self.outcome), self._text)
+        self.view.value = drawn_html(trace_svg(self.setting, self.outcome), self._text, shown=True)
 
-    def _ipython_display_(self) -> None:  # pragma: no cover - display only
-        from IPython.display import display
-
-        display(self.widget)
+    def _repr_mimebundle_(self, **kwargs: object) -> dict:
+        """Displayed itself, the panel is its widget, with its text form as the plain text."""
+        return panel_bundle(self.widget, self.text(), **kwargs)
 
 
 __all__ = ["CRASH_CHOICES", "LANES", "InvoicePanel", "clear_cache", "matrix_html", "outcome_text", "scenario",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 from toolkit.kernel import LAYER_OF, PRE_QUESTIONS, Outcome, Test, Verdict
+from course.present.text_view import panel_bundle
 from course.present.svg import (GREEN, GREY, INK, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED, drawn_html,
                                  svg_circle, svg_figure, svg_lines, svg_rect, svg_text)
 
@@ -106,9 +107,8 @@ class LegalityPanel:
     def _update(self, _change: object = None) -> None:
         verdict = self.verdict
         self._text = verdict_text(verdict)
-        self.view.value = drawn_html(legality_svg(verdict, self.labels), self._text)
+        self.view.value = drawn_html(legality_svg(verdict, self.labels), self._text, shown=True)
 
-    def _ipython_display_(self) -> None:  # pragma: no cover - display only
-        from IPython.display import display
-
-        display(self.widget)
+    def _repr_mimebundle_(self, **kwargs: object) -> dict:
+        """Displayed itself, the panel is its widget, with its text form as the plain text."""
+        return panel_bundle(self.widget, self.text(), **kwargs)

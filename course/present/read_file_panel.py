@@ -13,6 +13,7 @@ import re
 
 from toolkit.kernel import READ_FILE_LAYERS
 
+from course.present.text_view import panel_bundle
 from course.present.svg import (FAINT, GREEN, GREY, INK, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED, drawn_html,
                                  svg_figure, svg_line, svg_lines, svg_rect, svg_text)
 from course.worlds import REQUESTS, Attempted, DemoTree, attempt, demo_workspace
@@ -139,12 +140,11 @@ class ReadFilePanel:
     def _update(self, _change: object = None) -> None:
         self.current = attempt(self.tree, self.menu.value, self.layers)
         self._text = self.current.text()
-        self.view.value = drawn_html(ladder_svg(self.current), self._text)
+        self.view.value = drawn_html(ladder_svg(self.current), self._text, shown=True)
 
-    def _ipython_display_(self) -> None:  # pragma: no cover - display only
-        from IPython.display import display
-
-        display(self.widget)
+    def _repr_mimebundle_(self, **kwargs: object) -> dict:
+        """Displayed itself, the panel is its widget, with its text form as the plain text."""
+        return panel_bundle(self.widget, self.text(), **kwargs)
 
 
 __all__ = ["RUNGS", "ReadFilePanel", "ladder_svg"]

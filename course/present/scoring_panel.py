@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from toolkit.kernel import Option, choose
+from course.present.text_view import panel_bundle
 from course.present.svg import (AMBER, FAINT, GREEN, GREY, INK, LIGHT_GREEN, MUTED, PAPER, RED, drawn_html,
                                  svg_figure, svg_line, svg_rect, svg_text)
 
@@ -89,9 +90,9 @@ class ScoringPanel:
 
     def _update(self, _change: object = None) -> None:
         self._text = choice_text(self.options, self.lam_c.value, self.lam_r.value)
-        self.view.value = drawn_html(choice_svg(self.options, self.lam_c.value, self.lam_r.value), self._text)
+        drawing = choice_svg(self.options, self.lam_c.value, self.lam_r.value)
+        self.view.value = drawn_html(drawing, self._text, shown=True)
 
-    def _ipython_display_(self) -> None:  # pragma: no cover - display only
-        from IPython.display import display
-
-        display(self.widget)
+    def _repr_mimebundle_(self, **kwargs: object) -> dict:
+        """Displayed itself, the panel is its widget, with its text form as the plain text."""
+        return panel_bundle(self.widget, self.text(), **kwargs)

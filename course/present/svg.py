@@ -1,9 +1,10 @@
 """Chapters 01-08: the one way panels draw: small inline-SVG pieces, and the block pairing a drawing with its text.
 
 Every panel shows a drawing (SVG inside an ``ipywidgets.HTML``, no extension
-needed) and keeps its text form beside it, visually hidden: a screen reader reads
-it, the browser tests read it, and the notebooks print the same text with
-``.text()``. Elements carry ``data-*`` attributes naming what they stand for
+needed) and its text form in the same block, rendered from the same state on every
+change: shown under the drawing, or kept beside it visually hidden (a screen reader
+and the browser tests read it either way); ``.text()`` returns the same text.
+Elements carry ``data-*`` attributes naming what they stand for
 (``data-test='Pre' data-state='fail'``), so a test can check the drawing itself.
 """
 from __future__ import annotations
@@ -86,12 +87,18 @@ def svg_figure(width: float, height: float, parts: list[str], label: str, **data
             f"style='{FONT};max-width:100%;height:auto'{_attrs(data)}>" + "".join(parts) + "</svg>")
 
 
-def drawn_html(drawing: str, text: str) -> str:
-    """The panel's text form (hidden from the eye only), then the drawing.
+def drawn_html(drawing: str, text: str, shown: bool = False) -> str:
+    """The panel's text form and its drawing, as one block made from the same state.
 
-    Attributes are single-quoted throughout and the block opens as the panels' text view always has
-    (``text_view.STYLE``), so the short ``repr`` of a panel's widget that a notebook stores stays the same.
+    ``shown=True``: the drawing, then its text form in plain sight under it (the panels of
+    chapters 01, 02, 04 and 05: what the room reads changes with every click). Otherwise the
+    text form comes first, hidden from the eye only; attributes are single-quoted throughout and
+    the block opens as the panels' text view always has (``text_view.STYLE``), so the short
+    ``repr`` of a panel's widget that a notebook stores stays the same.
     """
+    if shown:
+        return (f"<div class='tk-panel'>{drawing}</div>"
+                f"<pre style='{STYLE}' class='tk-text'>{html.escape(text)}</pre>")
     return (f"<pre style='{STYLE}{HIDDEN}' class='tk-text'>{html.escape(text)}</pre>"
             f"<div class='tk-panel'>{drawing}</div>")
 

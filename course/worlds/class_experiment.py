@@ -4,14 +4,15 @@ The story is the chapter's. The agent sends ``create_invoice`` for its order;
 billing creates the invoice, and the answer is lost on the way back (a
 timeout: the outcome is unknown). Then the agent retries.
 
-* keys off: the agent takes "no answer" to mean "nothing happened" and sends
-  the request again; billing, which does not look at keys, makes a second
-  invoice for the same order;
-* keys on (the chapter's rule): the agent claims the key in a durable ledger
-  before it sends; after the timeout the claim is still pending, the ledger
-  refuses a blind re-run, and the agent asks billing what it holds under the
-  key before anything else. Billing has the invoice; the key is settled with
-  it and nothing is sent again.
+* keys off (the agent still sends its key, and keeps no ledger): the agent
+  takes "no answer" to mean "nothing happened" and sends the request again;
+  billing, which does not look at keys, makes a second invoice for the same
+  order;
+* keys on (the chapter's rule): the agent marks the key pending in a durable
+  ledger before it sends; after the timeout the key is still pending, the
+  ledger answers a blind re-run "in progress" and runs nothing, and the agent
+  asks billing what it holds under the key before anything else. Billing has
+  the invoice; the key is reconciled with it and nothing is sent again.
 
 On the course hub every student's kernel finds the class's shared service
 in ``COURSE_BILLING_URL`` (``class_billing_url``) and tags each invoice with
@@ -73,7 +74,8 @@ class ClassRun:
         extra = "no duplicate" if not self.duplicates else f"{self.duplicates} duplicate" + \
             ("s" if self.duplicates > 1 else "")
         return [f"billing: {self.where}",
-                f"student: {self.student} | keys: {'on' if self.keyed else 'off'} | order: {self.order_id}",
+                f"student: {self.student} | order: {self.order_id} | key: sent with every request"
+                f" | the agent's ledger rule: {'on' if self.keyed else 'off'}",
                 *(f"t{i}  {line}" for i, line in enumerate(self.trace)),
                 f"invoices for {self.order_id} made by {self.student}: {self.invoices} "
                 f"{list(self.invoice_ids)} ({extra})"]
@@ -146,17 +148,19 @@ def _unkeyed_story(client: BillingClient, arguments: dict, trace: list[str]) -> 
 
 def _keyed_story(client: BillingClient, ledger: SqliteLedger, arguments: dict, trace: list[str]) -> None:
     key = arguments["idempotency_key"]
-    trace.append(f"agent claims {key} in its durable ledger (pending), then sends create_invoice")
+    trace.append(f"agent marks {key} pending in its durable ledger, then sends create_invoice")
     first = ledger.call(key, lambda args: _send_and_lose(client, args, trace), arguments, tool="create_invoice")
-    trace.append(f"no answer: the ledger keeps the key {first.status.value}; the outcome is unknown")
+    trace.append(f"no answer: the key stays {first.status.value} in the ledger; "
+                 "the outcome is unknown")
     retry = ledger.call(key, client.create_invoice, arguments, tool="create_invoice")
     if retry.status is LedgerStatus.IN_PROGRESS:
-        trace.append("agent retries: the ledger says in progress and runs nothing; ask billing first")
+        trace.append("agent retries: the ledger finds the key still pending, "
+                     "answers in progress and runs nothing; ask billing first")
         settled = ledger.reconcile(key, arguments, lambda args: client.find(args["idempotency_key"]),
                                    tool="create_invoice")
         found = settled.result["invoice_id"] if settled.ok and isinstance(settled.result, dict) else None
-        trace.append(f"billing holds {found} under the key; the ledger settles it ({settled.status.value}) "
-                     f"and nothing is sent again" if found else
+        trace.append(f"billing holds {found} under the key; the ledger records it and marks "
+                     f"the key done ({settled.status.value}); nothing is sent again" if found else
                      f"billing holds nothing under the key ({settled.status.value}); a person must look")
     else:
         trace.append(f"agent retries: the ledger answers {retry.status.value}")

@@ -1,16 +1,18 @@
 """Chapter 04: which declared tool a model reaches for: it can only go by the declaration.
 
 A model picks a tool by matching the task against the tool list the host
-sends: names, descriptions, argument schemas. So the list decides the pick:
-a tool left out cannot be chosen (the model improvises with another one or
-says it cannot help), a vague description lets the wrong tool win, and a
-description swollen with background dilutes the match. The schema constrains
-the *arguments*; it does not tell the model what a tool is for.
+sends: names, descriptions, argument schemas. So the list decides what can be
+picked: a tool left out cannot be chosen (the model improvises with another
+one or says it cannot help), and a vague description lets the wrong tool win.
 
-``pick_tool`` is a deterministic stand-in for that reading: each declared tool
-scores the task words its declaration contains, divided by how many words the
-declaration uses (so padding costs), and a tool that shares
-no word with the task is no match at all.
+``pick_tool`` is a deterministic stand-in for that reading, a word-overlap
+scorer and not a model: each declared tool scores the task words its
+declaration contains, divided by how many words the declaration uses, and a
+tool that shares no word with the task is no match at all. Because it divides
+by the word count, any added word lowers a score, useful detail included;
+that is a property of the stand-in, not of models (the vendors' tool guides
+ask for detailed descriptions), so the chapter draws no advice about length
+from it.
 """
 from __future__ import annotations
 

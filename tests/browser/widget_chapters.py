@@ -13,7 +13,8 @@ Each ``Step`` names a control by the label a student reads beside it:
 * ``select``: a dropdown, set to one of its options.
 
 After a step, every text in ``shows`` must appear in the widget's display, and no text in
-``hides`` (the panel's text form: hidden from the eye, read by screen readers). The drawing
+``hides`` (read from the panel's text form: shown under the drawing in chapters 01, 02, 04 and 05,
+hidden from the eye but read by screen readers in the others). The drawing
 must change at every step, every CSS selector in ``draws`` must match an element of it (e.g.
 ``[data-test="Pre"][data-state="fail"]``, a red light) and none in ``undraws``.
 ``Chapter.flip`` is a pair of steps that switch the display back and forth; it is
@@ -80,8 +81,8 @@ CHAPTERS: dict[str, Chapter] = {
     "01_a_request_is_not_an_action": Chapter(
         summary="the read_file status follows the request picked, and a hostile path never opens a file, "
                 "even with the path layer switched off",
-        # the chapter's last cells leave the panel on the cut stream, all layers on
-        first=("request    cut JSON chunk", "caught by  the stream assembler", UNTOUCHED),
+        # later cells run its requests through ``attempt``: the panel keeps its first request
+        first=("request    outside path", "caught by  the path layer", UNTOUCHED),
         steps=(
             select("request", "valid path", "result     call_1: succeeded", "touched    yes: opened config.ts",
                    hides=("rejected",), draws=('[data-rung="the file is read"][data-state="passed"]',),
@@ -159,10 +160,12 @@ CHAPTERS: dict[str, Chapter] = {
     "05_ledger_and_duplicate_invoice": Chapter(
         summary="with a crash after the ledger records the key, an in-memory key gives two invoices and a "
                 "durable key one; an atomic ledger or a billing service that honours keys gives one",
-        # the chapter's last cells leave the panel on a crash before the ledger, billing honouring keys
-        first=("durable key: on | atomic ledger: off | billing honours keys: on | crash at after_effect_before_ledger",
-               "invoices for order-431: 1"),
+        # later cells play the repairs on panels of their own: the panel stays as it opened
+        first=("durable key: on | atomic ledger: off | billing honours keys: off | "
+               "crash at after_effect_before_ledger", "invoices for order-431: 2"),
         steps=(
+            check(HONOURS, True, "billing honours keys: on", "invoices for order-431: 1",
+                  hides=("INV-10",), draws=('[data-invoices="1"]',)),
             check(HONOURS, False, "billing honours keys: off", "invoices for order-431: 2"),
             select("crash", "after_ledger", "invoices for order-431: 1"),
             check(DURABLE, False, "durable key: off", "invoices for order-431: 2 (INV-9, INV-10)",
