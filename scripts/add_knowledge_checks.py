@@ -1,13 +1,14 @@
-"""Put each chapter's knowledge check at the end of its notebook: a heading cell and a cell that shows the check.
+"""Put each chapter's knowledge check at the end of its notebook: a heading cell and a widget cell.
 
-    python scripts/add_knowledge_checks.py                 # every notebooks/NN_*.ipynb that has questions
+    python scripts/add_knowledge_checks.py          # every notebooks/NN_*.ipynb that has questions
     python scripts/add_knowledge_checks.py notebooks/03_agent427_import_failure.ipynb
 
-Idempotent: a notebook whose last two cells already are its check is left byte for byte as it was (outputs
-included); a check found elsewhere, or with other text, is taken out and written again at the end. The
-questions are ``course/present/knowledge_questions.toml``; the widget is ``course/present/knowledge_check.py``.
-Only the source of the two cells is written: run ``python scripts/run_notebooks.py`` on a changed notebook to
-store the check's output, then ``python scripts/estimate_time.py --write`` for the time the check adds.
+Idempotent: a notebook whose last two cells already are its check is left byte for byte as it was
+(outputs included); a check found elsewhere, or with other text, is taken out and written again at
+the end. Cell ids follow ``scripts/run_notebooks.py``'s rule. The questions are
+``course/present/knowledge_questions.toml``; the widget is ``course/present/knowledge_check.py``.
+Only the two cells' source is written: run ``python scripts/run_notebooks.py`` on a changed notebook
+to store the check's output, then ``python scripts/estimate_time.py --write`` for its time.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from run_notebooks import stable_ids, text_of  # noqa: E402
 
 HEADING = "## Check your understanding"
 CALL = "knowledge_check("
+IMPORT = "from course.present.knowledge_check import knowledge_check"
 CHAPTER = re.compile(r"^(\d\d)_")
 NUMBERS = {3: "three", 4: "four", 5: "five"}
 
@@ -32,23 +34,23 @@ NUMBERS = {3: "three", 4: "four", 5: "five"}
 def heading_source(chapter: str) -> str:
     count = len(quiz(chapter).questions)
     return (f"{HEADING}: chapter {chapter}\n\n"
-            f"{NUMBERS.get(count, str(count)).capitalize()} questions on what this chapter showed. Pick a question,"
-            " then an answer: whichever you pick, the panel says why it is right or wrong, and you may change"
-            " your mind. Nothing is stored or graded.")
+            f"{NUMBERS.get(count, str(count)).capitalize()} questions on what this chapter showed."
+            " Pick a question, then an answer: whichever you pick, the panel says why it is"
+            " right or wrong, and you may change your mind. Nothing is stored or graded.")
 
 
 def code_source(chapter: str) -> str:
-    return ("from course.present.knowledge_check import knowledge_check\n\n"
-            f'knowledge_check("{chapter}").widget')
+    return f'{IMPORT}\n\nknowledge_check("{chapter}").widget'
 
 
 def is_check_cell(cell) -> bool:
-    return ((cell.cell_type == "markdown" and cell.source.lstrip().startswith(HEADING))
-            or (cell.cell_type == "code" and CALL in cell.source and "knowledge_check import" in cell.source))
+    if cell.cell_type == "markdown":
+        return cell.source.lstrip().startswith(HEADING)
+    return cell.cell_type == "code" and CALL in cell.source and IMPORT in cell.source
 
 
 def with_check(nb, chapter: str):
-    """``nb`` with its check as its last two cells; the cells already there are kept if they are right."""
+    """``nb`` with its check as its last two cells (kept as they are if they are right)."""
     import nbformat
 
     wanted = [("markdown", heading_source(chapter)), ("code", code_source(chapter))]
@@ -56,12 +58,13 @@ def with_check(nb, chapter: str):
             not any(is_check_cell(c) for c in nb.cells[:-2]):
         return nb
     nb.cells = [c for c in nb.cells if not is_check_cell(c)]
-    nb.cells += [nbformat.v4.new_markdown_cell(wanted[0][1]), nbformat.v4.new_code_cell(wanted[1][1])]
+    nb.cells += [nbformat.v4.new_markdown_cell(wanted[0][1]),
+                 nbformat.v4.new_code_cell(wanted[1][1])]
     return stable_ids(nb)
 
 
 def add_check(path: Path) -> str:
-    """Give the notebook at ``path`` its check; returns what happened: added, updated, unchanged or skipped."""
+    """Give the notebook at ``path`` its check: "added", "updated", "unchanged" or "skipped"."""
     import nbformat
 
     match = CHAPTER.match(path.name)
@@ -80,9 +83,11 @@ def add_check(path: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("notebooks", nargs="*", type=Path, help="chapter notebooks (default: notebooks/NN_*.ipynb)")
+    parser.add_argument("notebooks", nargs="*", type=Path,
+                        help="chapter notebooks (default: notebooks/NN_*.ipynb)")
     args = parser.parse_args(argv)
-    paths = args.notebooks or sorted(p for p in (ROOT / "notebooks").glob("*.ipynb") if CHAPTER.match(p.name))
+    paths = args.notebooks or sorted(p for p in (ROOT / "notebooks").glob("*.ipynb")
+                                     if CHAPTER.match(p.name))
     missing = [p for p in paths if not p.is_file()]
     if missing:
         print("no such notebook: " + ", ".join(map(str, missing)), file=sys.stderr)
