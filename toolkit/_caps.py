@@ -42,6 +42,9 @@ MAX_SERVER_ERROR_CHARS = 200
 MAX_KEY_LENGTH = 200
 #: The most secret values one streamed preview remembers; past it the preview shows no more text.
 MAX_SECRETS_REMEMBERED = 64
+#: The largest answer taken from an MCP server's tools/call, in bytes of its payload (structured content as
+#: JSON, else its text): room for the largest file a file tool reads, JSON-escaped; a larger one is refused.
+MAX_ANSWER_BYTES = 2 * MAX_FILE_BYTES
 #: The most pages of an MCP server's tools/list read (a server that pages forever is cut off there).
 MAX_PAGES = 100
 #: The most attempts an MCP server's host keeps in its log (the oldest are dropped first).
@@ -51,4 +54,4 @@ CUT_MARK = "..."
 #: The longest Retry-After (seconds) the host honours; an endpoint asking for more is an escalation, not a wait.
 MAX_RETRY_AFTER = 60.0
 
-__all__ = ["CUT_MARK", "LOG_KEEP", "MAX_ARGUMENT_BYTES", "MAX_CALL_ID_CHARS", "MAX_CALL_LINE_CHARS", "MAX_DEPTH", "MAX_DESCRIPTION_CHARS", "MAX_ECHO_CHARS", "MAX_ERRORS_PER_CALL", "MAX_EVENT_BYTES", "MAX_FILE_BYTES", "MAX_FRAGMENT_CHARS", "MAX_KEY_LENGTH", "MAX_NAME_BYTES", "MAX_NAME_CHARS", "MAX_OPEN_CALLS", "MAX_PAGES", "MAX_PATH_BYTES", "MAX_RETRY_AFTER", "MAX_SECRETS_REMEMBERED", "MAX_SERVER_ERROR_CHARS", "MAX_SUMMARY_CHARS"]
+__all__ = ["CUT_MARK", "LOG_KEEP", "MAX_ANSWER_BYTES", "MAX_ARGUMENT_BYTES", "MAX_CALL_ID_CHARS", "MAX_CALL_LINE_CHARS", "MAX_DEPTH", "MAX_DESCRIPTION_CHARS", "MAX_ECHO_CHARS", "MAX_ERRORS_PER_CALL", "MAX_EVENT_BYTES", "MAX_FILE_BYTES", "MAX_FRAGMENT_CHARS", "MAX_KEY_LENGTH", "MAX_NAME_BYTES", "MAX_NAME_CHARS", "MAX_OPEN_CALLS", "MAX_PAGES", "MAX_PATH_BYTES", "MAX_RETRY_AFTER", "MAX_SECRETS_REMEMBERED", "MAX_SERVER_ERROR_CHARS", "MAX_SUMMARY_CHARS"]

@@ -166,24 +166,60 @@ class McpConnection:
             raise
 
     def tools(self) -> list[Any]:
-        """tools/list, every page: the server's tools as ``mcp.types.Tool`` values."""
-        from mcp import types
+        """tools/list, every page: the server's tools as ``mcp.types.Tool`` values.
 
-        async def every_page(session: Any) -> list[Any]:
+        The SDK refuses a whole listing for one entry it cannot read (an ``inputSchema`` that is not an
+        object); such a listing is read again raw: each entry the SDK reads becomes a ``Tool``, one it
+        cannot read stays the plain dict it was, for the host to leave out with its reason.
+        """
+        from mcp import types
+        from pydantic import TypeAdapter, ValidationError
+
+        async def every_page(session: Any, raw: bool) -> list[Any]:
             tools, cursor = [], None
             for _ in range(MAX_PAGES):
                 params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-                page = await session.list_tools(params=params)
-                tools.extend(page.tools)
-                cursor = page.next_cursor
+                if raw:
+                    page = await session.send_request(types.ListToolsRequest(params=params),
+                                                      TypeAdapter(dict[str, Any]))
+                    tools.extend(_readable(session, page.get("tools")))
+                    cursor = page.get("nextCursor") if isinstance(page.get("nextCursor"), str) else None
+                else:
+                    page = await session.list_tools(params=params)
+                    tools.extend(page.tools)
+                    cursor = page.next_cursor
                 if not cursor:
                     break
             return tools
-        return self._run(every_page)
+        try:
+            return self._run(lambda session: every_page(session, False))
+        except ValidationError:
+            return self._run(lambda session: every_page(session, True))
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
         """tools/call: the server's ``mcp.types.CallToolResult`` (raises the SDK's error on a protocol error)."""
         return self._run(lambda session: session.call_tool(name, arguments))
+
+
+def _readable(session: Any, entries: Any) -> list[Any]:
+    """Raw listing entries as ``mcp.types.Tool`` where the SDK reads them, else as the dicts they were.
+
+    The tools read are handed to the session as a listing (the SDK checks a tool's answers against the
+    output schema it listed, and would list again, and fail again, for a tool it has not seen).
+    """
+    from mcp import types
+
+    out = []
+    for entry in entries if isinstance(entries, list) else []:
+        try:
+            out.append(types.Tool.model_validate(entry))
+        except ValueError:   # pydantic's ValidationError
+            if isinstance(entry, dict):
+                out.append(entry)
+    absorb = getattr(session, "_absorb_tool_listing", None)
+    if absorb is not None:
+        absorb(types.ListToolsResult(tools=[t for t in out if isinstance(t, types.Tool)]), complete=False)
+    return out
 
 
 __all__ = ["CALL_SECONDS", "MAX_PAGES", "McpConnection", "START_SECONDS"]
