@@ -170,31 +170,36 @@ class McpConnection:
 
         The SDK refuses a whole listing for one entry it cannot read (an ``inputSchema`` that is not an
         object); such a listing is read again raw: each entry the SDK reads becomes a ``Tool``, one it
-        cannot read stays the plain dict it was, for the host to leave out with its reason.
+        cannot read stays the plain dict it was, for the host to leave out with its reason. Where the SDK
+        offers no raw read, the server is refused with one line (``ConnectionError``).
         """
         from mcp import types
-        from pydantic import TypeAdapter, ValidationError
+        from pydantic import ValidationError
 
-        async def every_page(session: Any, raw: bool) -> list[Any]:
+        async def every_page(session: Any, raw: Any) -> list[Any]:
             tools, cursor = [], None
             for _ in range(MAX_PAGES):
-                params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-                if raw:
-                    page = await session.send_request(types.ListToolsRequest(params=params),
-                                                      TypeAdapter(dict[str, Any]))
+                if raw is not None:   # the dispatcher under the SDK's checks: the listing as sent
+                    page = await raw("tools/list", {"cursor": cursor} if cursor else None, {})
+                    page = page if isinstance(page, dict) else {}
                     tools.extend(_readable(session, page.get("tools")))
                     cursor = page.get("nextCursor") if isinstance(page.get("nextCursor"), str) else None
                 else:
-                    page = await session.list_tools(params=params)
+                    page = await session.list_tools(
+                        params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
                     tools.extend(page.tools)
                     cursor = page.next_cursor
                 if not cursor:
                     break
             return tools
         try:
-            return self._run(lambda session: every_page(session, False))
-        except ValidationError:
-            return self._run(lambda session: every_page(session, True))
+            return self._run(lambda session: every_page(session, None))
+        except ValidationError as exc:
+            raw = getattr(getattr(self._session, "_dispatcher", None), "send_raw_request", None)
+            if raw is None:
+                raise ConnectionError(f"the MCP server's tools/list is not valid MCP ({exc.error_count()} "
+                                      "errors): none of its tools is adopted") from None
+            return self._run(lambda session: every_page(session, raw))
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
         """tools/call: the server's ``mcp.types.CallToolResult`` (raises the SDK's error on a protocol error)."""
