@@ -42,8 +42,8 @@ MAX_SERVER_ERROR_CHARS = 200
 MAX_KEY_LENGTH = 200
 #: The most secret values one streamed preview remembers; past it the preview shows no more text.
 MAX_SECRETS_REMEMBERED = 64
-#: The largest answer taken from an MCP server's tools/call, in bytes of its payload (structured content as
-#: JSON, else its text): room for the largest file a file tool reads, JSON-escaped; a larger one is refused.
+#: The largest answer taken from an MCP server's tools/call, in bytes of its payload (structured
+#: content as JSON, else its text): room for the largest file a file tool reads, JSON-escaped.
 MAX_ANSWER_BYTES = 2 * MAX_FILE_BYTES
 #: The most pages of an MCP server's tools/list read (a server that pages forever is cut off there).
 MAX_PAGES = 100

@@ -19,8 +19,8 @@ from typing import Any
 
 _TOP = 0x10FFFF
 #: ECMA-262 WhiteSpace and LineTerminator: what ``\\s`` means (RE2's ``\\s`` is ASCII only).
-_SPACE = ((0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2029),
-          (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF))
+_SPACE = ((0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+          (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF))
 _DIGIT = ((0x30, 0x39),)
 _WORD = ((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))
 _LINE_END = ((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
@@ -28,15 +28,15 @@ _CLASSES = {"d": _DIGIT, "w": _WORD, "s": _SPACE}
 _CONTROL = {"n": 0x0A, "r": 0x0D, "t": 0x09, "f": 0x0C, "v": 0x0B}
 _SYNTAX = set("^$\\.*+?()[]{}|/")
 #: General categories by their long names (ECMA-262 accepts both; RE2 knows the short ones).
-_CATEGORIES = {"Letter": "L", "Uppercase_Letter": "Lu", "Lowercase_Letter": "Ll", "Titlecase_Letter": "Lt",
-               "Modifier_Letter": "Lm", "Other_Letter": "Lo", "Mark": "M", "Number": "N",
-               "Decimal_Number": "Nd", "Letter_Number": "Nl", "Other_Number": "No", "Punctuation": "P",
-               "Symbol": "S", "Separator": "Z", "Space_Separator": "Zs", "Other": "C", "Control": "Cc",
-               "Format": "Cf"}
+_CATEGORIES = {"Letter": "L", "Uppercase_Letter": "Lu", "Lowercase_Letter": "Ll",
+               "Titlecase_Letter": "Lt", "Modifier_Letter": "Lm", "Other_Letter": "Lo", "Mark": "M",
+               "Number": "N", "Decimal_Number": "Nd", "Letter_Number": "Nl", "Other_Number": "No",
+               "Punctuation": "P", "Symbol": "S", "Separator": "Z", "Space_Separator": "Zs",
+               "Other": "C", "Control": "Cc", "Format": "Cf"}
 
 
 class Untranslatable(ValueError):
-    """A valid ECMA-262 pattern RE2 cannot run with the same meaning (the message says what stops it)."""
+    """A valid ECMA-262 pattern RE2 cannot run with the same meaning (the message says why)."""
 
 
 def _complement(ranges: tuple) -> tuple:
@@ -79,7 +79,7 @@ def _property(pattern: str, i: int, negated: bool) -> tuple[str, int]:
 
 
 def _escape(pattern: str, i: int, in_class: bool) -> tuple[Any, int]:
-    """The escape at ``pattern[i]`` (a backslash): a code point (int), a range tuple, or RE2 text."""
+    """The escape at ``pattern[i]`` (a backslash): a code point, a tuple of ranges, or RE2 text."""
     c = pattern[i + 1:i + 2]
     i += 2
     if c in _CLASSES:
@@ -134,8 +134,9 @@ def _class(pattern: str, i: int) -> tuple[str, int]:
         if i >= len(pattern):
             raise Untranslatable("an unclosed class")
         item, i = _escape(pattern, i, True) if pattern[i] == "\\" else (ord(pattern[i]), i + 1)
-        if isinstance(item, int) and pattern[i:i + 1] == "-" and pattern[i + 1:i + 2] not in ("]", ""):
-            end, i = _escape(pattern, i + 1, True) if pattern[i + 1] == "\\" else (ord(pattern[i + 1]), i + 2)
+        if isinstance(item, int) and pattern[i:i + 1] == "-" and pattern[i + 1:i + 2] not in "]":
+            i += 1
+            end, i = _escape(pattern, i, True) if pattern[i] == "\\" else (ord(pattern[i]), i + 1)
             if not isinstance(end, int):
                 raise Untranslatable("a range ending in a class")
             item = ((item, end),)
@@ -186,7 +187,7 @@ def translate(pattern: str) -> str:
 
 @lru_cache(maxsize=512)
 def linear_regex(pattern: str) -> Any:
-    """The RE2 program for ``pattern`` (raises ``Untranslatable`` when RE2 cannot run it the same way)."""
+    """The RE2 program for ``pattern`` (``Untranslatable`` when RE2 cannot run it the same way)."""
     import re2
 
     options = re2.Options()

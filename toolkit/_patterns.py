@@ -81,8 +81,8 @@ def is_ecma_regex(value: Any) -> bool:
 
 
 def pattern_problems(schema: Any) -> list[str]:
-    """One line for each pattern in ``schema`` that is not an ECMA-262 regular expression, or that cannot be
-    checked in linear time; empty when all are fine."""
+    """One line for each pattern in ``schema`` that is not an ECMA-262 regular expression, or that
+    cannot be checked in linear time; empty when all are fine."""
     from toolkit._linear import Untranslatable, linear_regex
 
     problems = []
@@ -91,7 +91,7 @@ def pattern_problems(schema: Any) -> list[str]:
         try:
             ecma_regex(pattern)
             linear_regex(pattern)
-        except ImportError:        # an engine itself is missing: an install problem, not the contract's
+        except ImportError:        # an engine is missing: an install problem, not the contract's
             raise
         except Untranslatable as exc:
             problems.append(f"pattern {shown!r} cannot be checked in linear time: {exc}")

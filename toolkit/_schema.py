@@ -7,9 +7,9 @@ the end of the text, ``\\d`` is 0-9: see ``toolkit._patterns``). Every failure
 becomes a ``ToolError`` whose pointer names the offending field itself; what it
 echoes back is redacted and short.
 
-A schema never reaches out: a ``$ref`` must point inside the schema itself (``#/$defs/...``), which is
-checked when the schema is declared (``schema_problems``), and the validator's registry retrieves
-nothing, so no check fetches a URL, opens a file or waits on a socket.
+A schema never reaches out: a ``$ref`` must point inside the schema itself (``#/$defs/...``),
+which is checked when the schema is declared (``schema_problems``), and the validator's registry
+retrieves nothing, so no check fetches a URL, opens a file or waits on a socket.
 """
 from __future__ import annotations
 
@@ -267,8 +267,8 @@ def schema_problems(schema: Any) -> list[str]:
     problems = []
     for ref in dict.fromkeys(_refs(schema)):
         if not ref.startswith("#"):
-            problems.append(f"$ref {echo_text(ref)!r} points outside the schema (a schema is never fetched "
-                            "or opened): define it under $defs and refer to it as '#/$defs/...'")
+            problems.append(f"$ref {echo_text(ref)!r} points outside the schema (a schema is never "
+                            "fetched or opened): define it under $defs, refer to it as '#/$defs/...'")
         elif not _resolves(schema, ref):
             problems.append(f"$ref {echo_text(ref)!r} resolves to nothing in this schema")
     return problems + pattern_problems(schema)

@@ -66,7 +66,7 @@ class Contract:
     extras: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:   # a schema no ECMA-262 engine can enforce is refused when declared
-        from toolkit._schema import schema_problems   # refs that leave the schema, patterns that stall
+        from toolkit._schema import schema_problems   # refs leaving it, patterns that stall
         if problems := schema_problems(self.schema):
             raise ContractError(f"contract {self.name!r}: " + "; ".join(problems))
 

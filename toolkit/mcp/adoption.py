@@ -44,7 +44,7 @@ class Trust:
     risky: frozenset[str] = frozenset()          # tools that always need a person's approval
     repeatable: frozenset[str] = frozenset()     # tools the host knows are safe to repeat (no ledger)
     idempotency_fields: Mapping[str, str] = field(default_factory=dict)   # tool -> the argument holding its key
-    secret_fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)   # tool -> fields never shown
+    secret_fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)   # never shown
 
 
 def hint(tool: Any, name: str) -> bool | None:
@@ -59,7 +59,7 @@ _REOPENING = ("additionalProperties", "patternProperties", "unevaluatedPropertie
 
 
 def adopted_schema(input_schema: Any) -> dict[str, Any] | str:
-    """The argument schema the contract enforces (closed), or the reason the server's one cannot be used."""
+    """The argument schema the contract enforces (closed), or why the server's cannot be used."""
     if not isinstance(input_schema, Mapping) or input_schema.get("type") != "object":
         return "its inputSchema is not an object schema"
     schema = {key: value for key, value in input_schema.items() if key not in _REOPENING}
@@ -75,9 +75,12 @@ def adopt_tool(tool: Any, trust: Trust = Trust()) -> Contract | str:
     name = tool.get("name") if listed else getattr(tool, "name", None)
     if not isinstance(name, str) or not name:
         return "a tool without a name"
-    schema = adopted_schema(tool.get("inputSchema") if listed else getattr(tool, "input_schema", None))
-    if isinstance(schema, str) or listed:
-        return f"{echo_text(name)}: {schema if isinstance(schema, str) else 'its entry is not an MCP tool'}"
+    listed_schema = tool.get("inputSchema") if listed else getattr(tool, "input_schema", None)
+    schema = adopted_schema(listed_schema)
+    if listed and not isinstance(schema, str):
+        schema = "its entry is not an MCP tool"
+    if isinstance(schema, str):
+        return f"{echo_text(name)}: {schema}"
     destructive = hint(tool, "destructive_hint") is True
     approval = name in trust.risky or destructive
     key_field = trust.idempotency_fields.get(name, "")
@@ -90,7 +93,8 @@ def adopt_tool(tool: Any, trust: Trust = Trust()) -> Contract | str:
     why = "listed as risky by the host" if name in trust.risky else "the server marks it destructive"
     try:
         contract = Contract(
-            name=name, description=shorten(str(getattr(tool, "description", "") or ""), MAX_DESCRIPTION_CHARS),
+            name=name,
+            description=shorten(str(getattr(tool, "description", "") or ""), MAX_DESCRIPTION_CHARS),
             schema=schema, permissions=tuple(trust.permissions.get(name, ())),
             preconditions=tuple(trust.preconditions.get(name, ())),
             secret_fields=tuple(trust.secret_fields.get(name, ())), needs_approval=approval,
@@ -99,7 +103,7 @@ def adopt_tool(tool: Any, trust: Trust = Trust()) -> Contract | str:
             extras={"mcp_hints": {k: hint(tool, k) for k in ("read_only_hint", "destructive_hint",
                                                              "idempotent_hint")}})
         compile_schema(contract.schema)
-    except Exception as exc:   # a $ref outside it, a pattern RE2 cannot run, a schema the metaschema refuses
+    except Exception as exc:   # a $ref outside it, a pattern RE2 cannot run, a bad schema
         reason = str(getattr(exc, "message", exc)).replace(f"contract {name!r}: ", "")
         reason = shorten(reason, MAX_SERVER_ERROR_CHARS)
         return f"{echo_text(name)}: its inputSchema cannot be enforced ({reason})"

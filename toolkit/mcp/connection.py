@@ -168,10 +168,11 @@ class McpConnection:
     def tools(self) -> list[Any]:
         """tools/list, every page: the server's tools as ``mcp.types.Tool`` values.
 
-        The SDK refuses a whole listing for one entry it cannot read (an ``inputSchema`` that is not an
-        object); such a listing is read again raw: each entry the SDK reads becomes a ``Tool``, one it
-        cannot read stays the plain dict it was, for the host to leave out with its reason. Where the SDK
-        offers no raw read, the server is refused with one line (``ConnectionError``).
+        The SDK refuses a whole listing for one entry it cannot read (an ``inputSchema`` that is
+        not an object); such a listing is read again raw: each entry the SDK reads becomes a
+        ``Tool``, one it cannot read stays the plain dict it was, for the host to leave out with its
+        reason. Where the SDK offers no raw read, the server is refused with one line
+        (``ConnectionError``).
         """
         from mcp import types
         from pydantic import ValidationError
@@ -183,7 +184,8 @@ class McpConnection:
                     page = await raw("tools/list", {"cursor": cursor} if cursor else None, {})
                     page = page if isinstance(page, dict) else {}
                     tools.extend(_readable(session, page.get("tools")))
-                    cursor = page.get("nextCursor") if isinstance(page.get("nextCursor"), str) else None
+                    cursor = page.get("nextCursor")
+                    cursor = cursor if isinstance(cursor, str) else None
                 else:
                     page = await session.list_tools(
                         params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
@@ -197,8 +199,8 @@ class McpConnection:
         except ValidationError as exc:
             raw = getattr(getattr(self._session, "_dispatcher", None), "send_raw_request", None)
             if raw is None:
-                raise ConnectionError(f"the MCP server's tools/list is not valid MCP ({exc.error_count()} "
-                                      "errors): none of its tools is adopted") from None
+                raise ConnectionError(f"the MCP server's tools/list is not valid MCP ({exc.error_count()}"
+                                      " errors): none of its tools is adopted") from None
             return self._run(lambda session: every_page(session, raw))
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
@@ -207,10 +209,10 @@ class McpConnection:
 
 
 def _readable(session: Any, entries: Any) -> list[Any]:
-    """Raw listing entries as ``mcp.types.Tool`` where the SDK reads them, else as the dicts they were.
+    """Raw listing entries as ``mcp.types.Tool`` where the SDK reads them, else the dicts they were.
 
-    The tools read are handed to the session as a listing (the SDK checks a tool's answers against the
-    output schema it listed, and would list again, and fail again, for a tool it has not seen).
+    The tools read are handed to the session as a listing (the SDK checks a tool's answers against
+    the output schema it listed, and would list again, and fail again, for a tool it has not seen).
     """
     from mcp import types
 
@@ -223,7 +225,8 @@ def _readable(session: Any, entries: Any) -> list[Any]:
                 out.append(entry)
     absorb = getattr(session, "_absorb_tool_listing", None)
     if absorb is not None:
-        absorb(types.ListToolsResult(tools=[t for t in out if isinstance(t, types.Tool)]), complete=False)
+        read = [tool for tool in out if isinstance(tool, types.Tool)]
+        absorb(types.ListToolsResult(tools=read), complete=False)
     return out
 
 

@@ -31,8 +31,8 @@ from typing import Any, Callable, Iterable
 from toolkit.kernel import (Caller, CallIds, Contract, FailureClass, Host, Status, Tool, ToolCall, ToolError,
                             ToolFailure, ToolResult, check, invoke_with_ledger, request)
 from toolkit._ids import refusal_result, round_refusals
-from toolkit._caps import MAX_ANSWER_BYTES, MAX_SERVER_ERROR_CHARS
-from toolkit._show import redact_arguments, shorten
+from toolkit._caps import MAX_ANSWER_BYTES, MAX_ARGUMENT_BYTES, MAX_SERVER_ERROR_CHARS
+from toolkit._show import echo_text, redact_arguments, shorten
 from toolkit.mcp import Trust, adopt_tool
 
 #: ``approve(call, contract)``: True lets a call that needs approval run.
@@ -42,28 +42,34 @@ Approver = Callable[[ToolCall, Contract], bool]
 def remote_output(result: Any, secret_fields: Iterable[str] = ()) -> Any:
     """A ``CallToolResult``'s payload, redacted: its structured content, else ``{"text": ...}``.
 
-    ``isError: true`` raises ``ToolFailure`` (a failed call), carrying the server's text redacted and cut
-    short; so does an answer over ``MAX_ANSWER_BYTES``. Redaction is ``toolkit._show.redact_arguments``
-    (secret-named fields, the contract's ``secret_fields``, credential shapes), the host's one way to
-    make a value safe to keep.
+    ``isError: true`` raises ``ToolFailure`` (a failed call), carrying the server's text redacted
+    and cut short; so does an answer over ``MAX_ANSWER_BYTES``. Redaction is the host's one way to
+    make a value safe to keep, ``toolkit._show.redact_arguments``: secret-named fields, the
+    contract's ``secret_fields``, credential shapes.
     """
     content = getattr(result, "content", None) or []
     texts = [getattr(c, "text", "") for c in content if getattr(c, "type", "") == "text"]
     if getattr(result, "is_error", False):
-        said = shorten(" ".join(texts).strip()[:MAX_ANSWER_BYTES], MAX_SERVER_ERROR_CHARS * 4)
-        line = shorten(redact_arguments(said) or "the server reported an error", MAX_SERVER_ERROR_CHARS)
+        said = redact_arguments(" ".join(texts).strip()[:MAX_ARGUMENT_BYTES])   # masked, then cut
+        line = shorten(said or "the server reported an error", MAX_SERVER_ERROR_CHARS)
         error = ToolError("execution_failed", "tools/call", f"the MCP server answered isError: {line}",
-                          hint="read the server's message; the effect may not have happened", retryable=False)
-        raise ToolFailure(Status.FAILED, "execution_failed", error.message, FailureClass.EXECUTION, error=error)
+                          hint="read the server's message; the effect may not have happened",
+                          retryable=False)
+        raise ToolFailure(Status.FAILED, "execution_failed", error.message, FailureClass.EXECUTION,
+                          error=error)
     structured = getattr(result, "structured_content", None)
     output = structured if structured is not None else {"text": "\n".join(texts)}
-    size = (len(json.dumps(structured, default=repr).encode("utf-8", "replace")) if structured is not None
-            else sum(len(t.encode("utf-8", "replace")) for t in texts))
+    size = sum(map(len, texts)) if structured is None else 0    # characters: at most the bytes
+    if size <= MAX_ANSWER_BYTES:
+        size = sum(len(t.encode("utf-8", "replace")) for t in texts) if structured is None else \
+            len(json.dumps(structured, default=repr).encode("utf-8", "replace"))
     if size > MAX_ANSWER_BYTES:
-        error = ToolError("too_large", "tools/call", f"the MCP server's answer is {size} bytes, over the "
-                          f"{MAX_ANSWER_BYTES} byte cap", expected=f"at most {MAX_ANSWER_BYTES} bytes",
+        error = ToolError("too_large", "tools/call", f"the MCP server's answer is {size} bytes, "
+                          f"over the {MAX_ANSWER_BYTES} byte cap",
+                          expected=f"at most {MAX_ANSWER_BYTES} bytes",
                           received=f"{size} bytes", hint="ask for less (a smaller range, a page)")
-        raise ToolFailure(Status.FAILED, "too_large", error.message, FailureClass.EXECUTION, error=error)
+        raise ToolFailure(Status.FAILED, "too_large", error.message, FailureClass.EXECUTION,
+                          error=error)
     return redact_arguments(output, secret_fields)
 
 
@@ -87,7 +93,8 @@ class McpHost:
         for name, listed in zip(names, listing):
             shown = name if isinstance(name, str) else "?"
             if repeated[name] > 1:   # which one would the server run? neither is adopted
-                self.skipped[shown] = f"{shorten(shown)}: the listing names {repeated[name]} tools so"
+                count = repeated[name]
+                self.skipped[shown] = f"{echo_text(shown)}: the listing names {count} tools so"
                 continue
             contract = adopt_tool(listed, trust)
             if isinstance(contract, str):

@@ -141,7 +141,7 @@ def answer_call(host: Host, name: Any, arguments: Any, call_id: str, roots: Iter
 
 
 def audit_copy(attempt: Any) -> Any:
-    """``attempt`` as the server's log keeps it: the output replaced by its size and SHA-256 digest."""
+    """``attempt`` as the server's log keeps it: its output replaced by its size and SHA-256."""
     output = attempt.result.output
     if output is None:
         return attempt
@@ -211,8 +211,8 @@ def serve_stdio(workspace: Path | str, names: Iterable[str] = ("read_file",)) ->
     host = serving_host(workspace, names)
     server = build_server(host, workspace_roots(workspace))
     print(f"{SERVER_NAME}: serving {', '.join(names)} over MCP on stdio for the workspace "
-          f"{os.path.realpath(workspace)} (stdout is the protocol; close stdin to stop)", file=sys.stderr,
-          flush=True)
+          f"{os.path.realpath(workspace)} (stdout is the protocol; close stdin to stop)",
+          file=sys.stderr, flush=True)
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):
@@ -221,6 +221,6 @@ def serve_stdio(workspace: Path | str, names: Iterable[str] = ("read_file",)) ->
     anyio.run(main)
 
 
-__all__ = ["answer_call", "audit_copy", "build_server", "call_result", "CATALOG", "catalog_tools", "LOG_KEEP", "mcp_call_id",
-           "mcp_text", "registration", "serve_stdio", "SERVER_NAME", "serving_host", "tool_listing", "without_root",
-           "workspace_roots"]
+__all__ = ["answer_call", "audit_copy", "build_server", "call_result", "CATALOG", "catalog_tools", "LOG_KEEP",
+           "mcp_call_id", "mcp_text", "registration", "serve_stdio", "SERVER_NAME", "serving_host",
+           "tool_listing", "without_root", "workspace_roots"]
