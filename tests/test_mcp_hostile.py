@@ -1,10 +1,11 @@
 """The boundary holds when an MCP server lies: its schemas, its patterns, its listing, its answers.
 
-A scripted server (``tests/hostile_mcp_server.py``, plain JSON-RPC over stdio, driven through the official
-client by ``McpConnection``) lists tools whose schemas reach for a socket or a file, reopen themselves, are not
-objects, or share a name, and answers with secrets and 20 MB. Patterns of the classic catastrophic shapes are
-checked on long texts, and their meaning is compared with the ECMA-262 engine's on short ones. The course's own
-server keeps digests, not outputs, over 10,000 large reads. Everything started is stopped by its ``with``.
+A scripted server (``tests/hostile_mcp_server.py``, plain JSON-RPC over stdio, driven through the
+official client by ``McpConnection``) lists tools whose schemas reach for a socket or a file,
+reopen themselves, are not objects, or share a name, and answers with secrets and 20 MB. Patterns
+of the classic catastrophic shapes are checked on long texts, and their meaning is compared with
+the ECMA-262 engine's on short ones. The course's own server keeps digests, not outputs, over
+10,000 large reads. Everything started is stopped by its ``with``.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ SERVER = Path(__file__).resolve().parent / "hostile_mcp_server.py"
 
 @contextlib.contextmanager
 def silent_socket():
-    """A loopback port that accepts connections and never answers; yields (url, accepted connections)."""
+    """A loopback port that accepts connections and never answers; yields (url, connections)."""
     accepted: list = []
     with socket.create_server(("127.0.0.1", 0)) as listener:
         listener.settimeout(0.2)
@@ -61,7 +62,7 @@ def obj(properties, **more):
     return {"type": "object", "properties": properties, **more}
 
 
-# ------------------------------------------------------------------ $ref: nothing is fetched or opened
+# ------------------------------------------------------------ $ref: nothing is fetched or opened
 def test_a_ref_outside_the_schema_is_refused_when_declared_and_nothing_is_fetched(tmp_path):
     secret = tmp_path / "secret.json"
     secret.write_text(json.dumps({"const": "the-file-content-42"}), encoding="utf-8")
@@ -78,14 +79,16 @@ def test_a_ref_outside_the_schema_is_refused_when_declared_and_nothing_is_fetche
         assert accepted == [], "a schema reached out to the socket"
     with pytest.raises(ContractError, match="resolves to nothing"):
         Contract("t", "d", obj({"a": {"$ref": "#/$defs/missing"}}))
-    local = Contract("t", "d", obj({"a": {"$ref": "#/$defs/a"}}, **{"$defs": {"a": {"type": "string"}}}))
+    defs = {"$defs": {"a": {"type": "string"}}}
+    local = Contract("t", "d", obj({"a": {"$ref": "#/$defs/a"}}, **defs))
     assert schema_errors(local.validator, {"a": "x"}) == []
     assert schema_errors(local.validator, {"a": 1})[0].code == "wrong_type"
 
 
-# ------------------------------------------------------------------ patterns: linear, with ECMA-262 meaning
+# ------------------------------------------------------------ patterns: linear, ECMA-262 meaning
 CATASTROPHIC = {r"^(a+)+$": "a", r"^(a|a)*$": "a", r"^(a|aa)+$": "a", r"^(.*a){20}$": "a",
-                r"^(\w+\s?)*$": "a", r"^(\d+)*x$": "1", r"\d+\d+\d+x": "1", r"^([a-z]+-?)*[a-z]+$": "ab"}
+                r"^(\w+\s?)*$": "a", r"^(\d+)*x$": "1", r"\d+\d+\d+x": "1",
+                r"^([a-z]+-?)*[a-z]+$": "ab"}
 
 
 @pytest.mark.timeout(120)
@@ -102,16 +105,18 @@ def test_a_catastrophic_pattern_costs_no_more_than_its_text_is_long(pattern):
 
 
 @pytest.mark.parametrize("pattern, why", [(r"^(?=a)a$", "lookaround"), (r"(?<!x)a", "lookaround"),
-                                          (r"^(a)\1$", "backreference"), (r"a{1001}", "RE2 cannot run it"),
+                                          (r"^(a)\1$", "backreference"),
+                                          (r"a{1001}", "RE2 cannot run it"),
                                           (r"\p{Emoji}", "RE2 cannot run it")])
-def test_a_pattern_rE2_cannot_run_with_the_same_meaning_is_refused_when_declared(pattern, why):
+def test_a_pattern_re2_cannot_run_with_the_same_meaning_is_refused_when_declared(pattern, why):
     with pytest.raises(ContractError, match="cannot be checked in linear time") as refused:
         Contract("t", "d", obj({"s": {"type": "string", "pattern": pattern}}))
     assert why in str(refused.value)
 
 
-ATOMS = ["a", "b", "1", ".", r"\d", r"\w", r"\s", r"\S", r"\D", r"\W", "[ab]", "[^a]", r"[\d\s]", r"\u00e9",
-         r"\p{L}", r"\P{L}", r"\n", r"\x41", "[a-c]", r"\.", r"\b", "é", "[]", "[^]", r"\p{Lu}", r"[\w-]"]
+ATOMS = ["a", "b", "1", ".", r"\d", r"\w", r"\s", r"\S", r"\D", r"\W", "[ab]", "[^a]", r"[\d\s]",
+         r"\u00e9", r"\p{L}", r"\P{L}", r"\n", r"\x41", "[a-c]", r"\.", r"\b", "é", "[]", "[^]",
+         r"\p{Lu}", r"[\w-]"]
 pattern_text = st.recursive(
     st.sampled_from(ATOMS),
     lambda inner: st.one_of(
@@ -128,7 +133,8 @@ pattern_text = st.recursive(
 def test_a_pattern_means_what_ecma_262_says(pattern, text):
     from regress import Regex
 
-    assert pattern_matches(pattern, text) == (Regex(pattern, "u").find(text) is not None), (pattern, text)
+    ecma = Regex(pattern, "u").find(text) is not None
+    assert pattern_matches(pattern, text) == ecma, (pattern, text)
 
 
 # ------------------------------------------------------------------ a scripted server that lies
@@ -142,19 +148,22 @@ def hostile(tmp_path, listing):
 
 ANSWERING = [{"name": name, "description": name, "inputSchema": obj({"x": {"type": "string"}})}
              for name in ("secrets", "huge", "fail")]
-PAYLOAD = {"name": "payload", "inputSchema": obj({"payload": {"type": "object"}}, required=["payload"])}
+PAYLOAD = {"name": "payload",
+           "inputSchema": obj({"payload": {"type": "object"}}, required=["payload"])}
 
 
 def test_a_listing_that_lies_leaves_out_what_cannot_be_adopted_and_closes_the_rest(tmp_path):
+    msg = {"msg": {"type": "string"}}
     with silent_socket() as (url, accepted):
         listing = [
-            {"name": "echo", "inputSchema": obj({"msg": {"type": "string"}}, additionalProperties=True,
+            {"name": "echo", "inputSchema": obj(msg, additionalProperties=True,
                                                 patternProperties={"^": {}})},
-            {"name": "loose", "inputSchema": obj({"msg": {"type": "string"}}, unevaluatedProperties=True)},
-            {"name": "not_an_object", "inputSchema": "anything"},      # the SDK refuses the whole listing
-            {"name": "twin", "inputSchema": obj({})}, {"name": "twin", "inputSchema": obj({"x": {}})},
+            {"name": "loose", "inputSchema": obj(msg, unevaluatedProperties=True)},
+            {"name": "not_an_object", "inputSchema": "anything"},   # the SDK refuses the listing
+            {"name": "twin", "inputSchema": obj({})},
+            {"name": "twin", "inputSchema": obj({"x": {}})},
             {"name": "fetcher", "inputSchema": obj({"a": {"$ref": url}})},
-            {"name": "stall", "inputSchema": obj({"a": {"type": "string", "pattern": "^(?=a)(a+)+$"}})},
+            {"name": "stall", "inputSchema": obj({"a": {"pattern": "^(?=a)(a+)+$"}})},
         ] + ANSWERING
         with hostile(tmp_path, listing) as server:
             host = McpHost(server)
@@ -166,7 +175,8 @@ def test_a_listing_that_lies_leaves_out_what_cannot_be_adopted_and_closes_the_re
             assert "linear time" in host.skipped["stall"]
             for name in ("echo", "loose"):
                 refused = host.call(name, {"msg": "hi", "admin": True})
-                assert refused.status is Status.REJECTED and refused.errors[0].code == "unexpected_property"
+                assert refused.status is Status.REJECTED
+                assert refused.errors[0].code == "unexpected_property"
             assert host.sent == []
             assert host.call("echo", {"msg": "hi"}).output == {"received": {"msg": "hi"}}
         time.sleep(0.3)
@@ -186,7 +196,7 @@ def test_a_remote_answer_is_redacted_and_capped_before_the_model_the_ledger_or_t
         for secret in ("tok-5f1e9a0b7c", "hunter2-xyzzy", "ACC-991-224", "sk-live0123456789abcdef",
                        "ghp_abcdefghij0123456789"):
             assert secret not in kept, secret
-        assert answer.output["token"] == answer.output["password"] == answer.output["account"] == "[redacted]"
+        assert {answer.output[k] for k in ("token", "password", "account")} == {"[redacted]"}
         assert huge.status is Status.FAILED and huge.errors[0].code == "too_large"
         assert f"over the {MAX_ANSWER_BYTES} byte cap" in huge.errors[0].message
         assert len(kept) < 20_000
@@ -205,18 +215,21 @@ token_value = st.from_regex(r"\Ask-[A-Za-z0-9]{8,16}\Z")
 plain = st.one_of(st.integers(), st.booleans(), st.text(alphabet="abc xyz", max_size=8))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.dictionaries(st.sampled_from(SECRET_NAMES), secret_value, min_size=1),
        st.dictionaries(st.sampled_from(["note", "name", "items"]), st.one_of(plain, token_value)),
        st.integers(0, 3))
-def test_no_secret_a_server_answers_reaches_the_model_or_the_log(payload_host, secrets, ordinary, depth):
+def test_no_secret_a_server_answers_reaches_the_model_or_the_log(payload_host, secrets, ordinary,
+                                                                 depth):
     payload = {**ordinary, **secrets}
     for _ in range(depth):
         payload = {"inner": payload, "list": [payload]}
     result = payload_host.call("payload", {"payload": {"data": payload}})
     assert result.ok
     shown = json.dumps(result.to_dict()) + repr(payload_host.host.log[-1])
-    hidden = list(secrets.values()) + [v for v in ordinary.values() if isinstance(v, str) and v.startswith("sk-")]
+    tokens = [v for v in ordinary.values() if isinstance(v, str) and v.startswith("sk-")]
+    hidden = list(secrets.values()) + tokens
     assert not [value for value in hidden if value in shown]
 
 
