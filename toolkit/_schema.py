@@ -8,8 +8,8 @@ becomes a ``ToolError`` whose pointer names the offending field itself; what it
 echoes back is redacted and short.
 
 A schema never reaches out: a ``$ref`` must point inside the schema itself (``#/$defs/...``),
-which is checked when the schema is declared (``schema_problems``), and the validator's registry
-retrieves nothing, so no check fetches a URL, opens a file or waits on a socket.
+which is checked when the schema is declared (``declaration_problems``), and the validator's
+registry retrieves nothing, so no check fetches a URL, opens a file or waits on a socket.
 """
 from __future__ import annotations
 
@@ -224,52 +224,42 @@ def compile_schema(schema: Mapping) -> Any:
     """Check a schema once and return a reusable validator (compile per contract, not per call)."""
     cls = _validator_class()
     cls.check_schema(schema, format_checker=_schema_format_checker())
-    if problems := schema_problems(schema):
+    if problems := declaration_problems(schema):
         raise ValueError("; ".join(problems))
     return cls(schema, registry=_registry())
 
 
-_REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
-
-
 def _refs(value: Any, depth: int = 0) -> Iterator[str]:
+    """Every ``$ref`` (``$dynamicRef``, ``$recursiveRef``) value in ``value``, at any depth."""
     if depth > 64:
         return
-    if isinstance(value, Mapping):
-        for key, child in value.items():
-            if key in _REF_KEYWORDS and isinstance(child, str):
-                yield child
-            else:
-                yield from _refs(child, depth + 1)
-    elif isinstance(value, list):
-        for child in value:
+    children = value.items() if isinstance(value, Mapping) else enumerate(value) \
+        if isinstance(value, list) else ()
+    for key, child in children:
+        if key in ("$ref", "$dynamicRef", "$recursiveRef") and isinstance(child, str):
+            yield child
+        else:
             yield from _refs(child, depth + 1)
 
 
-def _resolves(schema: Mapping, ref: str) -> bool:
-    from referencing.jsonschema import DRAFT202012
-
-    try:
-        resource = DRAFT202012.create_resource(schema)
-        _registry().resolver_with_root(resource).lookup(ref)
-    except Exception:   # referencing.exceptions.Unresolvable, or an $id that is not text
-        return False
-    return True
-
-
-def schema_problems(schema: Any) -> list[str]:
+def declaration_problems(schema: Any) -> list[str]:
     """One line for each thing that makes ``schema`` unfit to declare; empty when it is fit.
 
     A ``$ref`` that is not local (``http://``, ``file://``, a relative name) is refused: nothing is
     fetched, opened or waited on. So is a local one that resolves to nothing, and every pattern
     ``toolkit._patterns.pattern_problems`` refuses.
     """
+    from referencing.jsonschema import DRAFT202012
+
     problems = []
     for ref in dict.fromkeys(_refs(schema)):
         if not ref.startswith("#"):
             problems.append(f"$ref {echo_text(ref)!r} points outside the schema (a schema is never "
                             "fetched or opened): define it under $defs, refer to it as '#/$defs/...'")
-        elif not _resolves(schema, ref):
+            continue
+        try:
+            _registry().resolver_with_root(DRAFT202012.create_resource(schema)).lookup(ref)
+        except Exception:   # referencing.exceptions.Unresolvable, or an $id that is not text
             problems.append(f"$ref {echo_text(ref)!r} resolves to nothing in this schema")
     return problems + pattern_problems(schema)
 
