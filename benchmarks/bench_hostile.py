@@ -9,12 +9,18 @@ unexpected keys, the same as JSON text, deep nesting), documents and text over t
 of text that is not JSON (escaped quotes; secret fields cut off), a 4,000-digit number, lone surrogates, NaN, and
 a legal call whose tool fails with a long message full of secrets.
 
+The MCP boundary (chapter 09) gets its own lines: the worst hostile schema (a ``$ref`` to a socket
+that never answers, refused when declared), the worst patterns (``^(a+)+$``, ``(.*a){20}``,
+``\\d+\\d+\\d+x``... on 250 KB), the worst remote answers (20 MB of text, 1.9 MB of structured
+content full of secrets), and the course's MCP server's memory (RSS) after 10,000 reads of 65 KB.
+
 Each input is built before timing; each call is timed alone (best of 3 runs, so a stray pause of the machine is
 not charged to the host), and then run once more under ``tracemalloc`` for the peak memory it allocated.
 Aim: every call under 1 s and 50 MB on this machine. The line for the worst case names it.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -24,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 AIM_SECONDS, AIM_MB = 1.0, 50.0
+CATASTROPHIC = (r"^(a+)+$", r"^(a|aa)+$", r"^(.*a){20}$", r"^(\w+\s?)*$", r"\d+\d+\d+x")
 
 
 def host():
@@ -42,7 +49,11 @@ def host():
         raise ToolFailure(tk.Status.FAILED, "partner_down", "partner said: " + json.dumps(arguments) * 50)
 
     books = Books(orders={"order-431": {"approved": True}})
-    return tk.Host.of([tk.Tool(CREATE_INVOICE, books.issue), tk.Tool(partner, careless)],
+    match = Contract("match", "a field under every classic catastrophic pattern",
+                     {"type": "object", "properties": {"s": {"type": "string", "allOf": [
+                         {"pattern": p} for p in CATASTROPHIC]}}})
+    return tk.Host.of([tk.Tool(CREATE_INVOICE, books.issue), tk.Tool(partner, careless),
+                       tk.Tool(match, lambda arguments, world: "matched")],
                       caller=tk.Caller("agent", frozenset({"billing.write"})), world=books)
 
 
@@ -81,6 +92,8 @@ def cases() -> dict:
         "a number of 5,000 digits in a dict": lambda: ("create_invoice", {**ok, "amount": 10 ** 5000}, "c1"),
         "40,000 lone surrogates": lambda: ("call_partner", {"q": "\ud83d" * 40_000}, "c1"),
         "NaN": lambda: ("create_invoice", {**ok, "amount": float("nan")}, "c1"),
+        "catastrophic patterns on 250 KB": lambda: ("match", {"s": "a" * 250_000 + "!"}, "c1"),
+        "catastrophic patterns on 250 KB of digits": lambda: ("match", {"s": "1" * 250_000}, "c1"),
         "a tool failing with 200 KB of secrets": lambda: ("call_partner", {"q": "status", "token": "t" * 4000}, "c1"),
     }
 
@@ -117,6 +130,70 @@ def measure(build, method: str) -> tuple[float, float, str]:
     return min(times), peak / 1e6, outcome
 
 
+def timed(work) -> tuple[float, float, str]:
+    """(best seconds of 3, peak MB, outcome) of ``work()``: its answer or what it raised."""
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        try:
+            outcome = str(work())[:60]
+        except Exception as exc:   # a refusal is an outcome here
+            outcome = f"raised {type(exc).__name__}: {str(exc)[:60]}"
+        times.append(time.perf_counter() - started)
+    tracemalloc.start()
+    with contextlib.suppress(Exception):
+        work()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return min(times), peak / 1e6, outcome
+
+
+def mcp_rows() -> list[tuple[str, float, float]]:
+    """The MCP boundary's worst cases: a schema, answers, the course's server over 10,000 reads."""
+    import gc
+    import socket
+    import tempfile
+
+    import psutil
+    from mcp import types
+
+    from toolkit.kernel import Contract
+    from toolkit.mcp import answer_call, remote_output, serving_host
+
+    rows = []
+    with socket.create_server(("127.0.0.1", 0)) as silent:   # accepts, never answers
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/schema.json"
+        schema = {"type": "object", "properties": {"a": {"$ref": url}}}
+        declare = timed(lambda: Contract("t", "d", schema))
+        rows.append(("a $ref to a silent socket (declare)", *declare))
+    text = types.CallToolResult(content=[types.TextContent(type="text", text="x" * 20_000_000)])
+    rows.append(("a 20 MB text answer", *timed(lambda: remote_output(text))))
+    secrets = {f"field{i}": {"token": "t" * 40, "note": "sk-" + "a" * 40, "n": i}
+               for i in range(14_000)}
+    structured = types.CallToolResult(content=[], structured_content=secrets)
+    rows.append(("1.9 MB of structured secrets", *timed(lambda: len(remote_output(structured)))))
+    for label, seconds, mb, outcome in rows:
+        print(f"{label:<40} {'mcp':<8} {seconds:>8.3f} {mb:>8.1f}  {outcome}")
+    with tempfile.TemporaryDirectory() as folder:
+        with open(f"{folder}/big.txt", "w", encoding="utf-8") as big:
+            big.write("line of text\n" * 5_000)
+        host, process = serving_host(folder), psutil.Process()
+        answer_call(host, "read_file", {"path": "big.txt"}, "mcp_0")
+        gc.collect()
+        before = process.memory_info().rss
+        started = time.perf_counter()
+        for n in range(1, 10_001):
+            answer_call(host, "read_file", {"path": "big.txt"}, f"mcp_{n}")
+        seconds = time.perf_counter() - started
+        gc.collect()
+        grown = (process.memory_info().rss - before) / 1e6
+    label = "MCP server: 10,000 reads of 65 KB"
+    print(f"{label:<40} {'serve':<8} {seconds:>8.3f} {grown:>8.1f}  RSS growth")
+    print(f"RESULT mcp_server_rss_growth_mb_after_10000_reads {grown:.1f} aim<={AIM_MB:g} "
+          f"{'ok' if grown <= AIM_MB else 'missed'}")
+    return [(label, seconds, mb) for label, seconds, mb, _ in rows]
+
+
 def main() -> int:
     host().check  # import everything (jsonschema, regress) before timing
     import toolkit as tk
@@ -129,6 +206,7 @@ def main() -> int:
             seconds, mb, outcome = measure(build, method)
             rows.append((label, method, seconds, mb))
             print(f"{label:<40} {method:<8} {seconds:>8.3f} {mb:>8.1f}  {outcome}")
+    rows += [(label, "mcp", seconds, mb) for label, seconds, mb in mcp_rows()]
     slowest = max(rows, key=lambda r: r[2])
     largest = max(rows, key=lambda r: r[3])
     print(f"slowest: {slowest[0]} ({slowest[1]}); largest: {largest[0]} ({largest[1]})")

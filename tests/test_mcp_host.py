@@ -38,7 +38,10 @@ def listed(name, schema=None, **hints):
 def test_an_adopted_schema_is_closed_and_kept_as_declared():
     contract = adopt_tool(listed("t"))
     assert contract.schema == {"type": "object", "properties": {"x": {"type": "string"}}, "additionalProperties": False}
-    assert adopt_tool(listed("t"), Trust(close_schemas=False)).schema.get("additionalProperties") is None
+    reopened = {"type": "object", "properties": {"x": {"type": "string"}},
+                "additionalProperties": True, "patternProperties": {"^a": {}},
+                "unevaluatedProperties": True}
+    assert adopt_tool(listed("t", reopened)).schema == contract.schema, "nothing listed reopens it"
 
 
 def test_hints_only_add_safeguards():

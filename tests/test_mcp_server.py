@@ -180,7 +180,9 @@ def test_raw_json_rpc_messages_are_valid_mcp_types(served):
     assert (good.is_error, bad.is_error) == (False, True)
     assert answers[4]["result"]["isError"] is True and "structuredContent" in answers[4]["result"]
     assert_no_server_path(answers[4], deep)
-    assert str(deep) not in json.dumps(answers) + stderr
+    announced, *rest = stderr.splitlines()   # the one line saying what is served where
+    assert announced.startswith("toolcontract-course: serving read_file") and str(deep) in announced
+    assert str(deep) not in json.dumps(answers) + "\n".join(rest)
 
 
 @pytest.mark.parametrize("args", [["serve", "--workspace", "/nonexistent/folder/for/mcp"],

@@ -6,12 +6,16 @@ So patterns are compiled by ``regress``, a binding of an ECMA-262 engine, with t
 ``u`` flag JSON Schema recommends: ``$`` is the end of the text, ``\\d`` is 0-9, and
 ``\\p{L}`` means a letter. A pattern that engine cannot compile is the contract's
 mistake, reported when the contract is declared (``pattern_problems``), never as an
-exception while a call is checked.
+exception while a call is checked. A pattern is *run* by RE2, rewritten to mean the same
+(``toolkit._linear``), so no text makes a check backtrack: a pattern RE2 cannot run that way
+(lookaround, a backreference) is refused when declared too.
 """
 from __future__ import annotations
 
 from functools import lru_cache
 from typing import Any, Iterator, Mapping
+
+from toolkit._show import shorten
 
 #: Keywords whose value is one schema, a list of schemas, or a mapping of names to schemas (2020-12 and older).
 _ONE = ("items", "additionalItems", "additionalProperties", "unevaluatedItems", "unevaluatedProperties",
@@ -29,9 +33,14 @@ def ecma_regex(pattern: str) -> Any:
 
 
 def pattern_matches(pattern: str, text: str) -> bool:
-    """True when ``pattern`` matches somewhere in ``text`` (JSON Schema patterns are not anchored)."""
+    """True when ``pattern`` matches somewhere in ``text`` (JSON Schema patterns are not anchored).
+
+    Linear in ``text``: the ECMA-262 meaning, run by RE2 (``toolkit._linear``).
+    """
+    from toolkit._linear import linear_regex
+
     try:
-        return ecma_regex(pattern).find(text) is not None
+        return linear_regex(pattern).search(text) is not None
     except Exception:   # a pattern the contract check let through, or text UTF-8 cannot hold: no match
         return False
 
@@ -72,15 +81,22 @@ def is_ecma_regex(value: Any) -> bool:
 
 
 def pattern_problems(schema: Any) -> list[str]:
-    """One line for each pattern in ``schema`` that is not an ECMA-262 regular expression; empty when all are."""
+    """One line for each pattern in ``schema`` that is not an ECMA-262 regular expression, or that
+    cannot be checked in linear time; empty when all are fine."""
+    from toolkit._linear import Untranslatable, linear_regex
+
     problems = []
     for pattern in dict.fromkeys(schema_patterns(schema)):
+        shown = shorten(pattern)
         try:
             ecma_regex(pattern)
-        except ImportError:        # the engine itself is missing: an install problem, not the contract's
+            linear_regex(pattern)
+        except ImportError:        # an engine is missing: an install problem, not the contract's
             raise
+        except Untranslatable as exc:
+            problems.append(f"pattern {shown!r} cannot be checked in linear time: {exc}")
         except Exception as exc:   # regress.RegressError: the engine's own reason
-            problems.append(f"pattern {pattern!r} is not an ECMA-262 regular expression ({exc})")
+            problems.append(f"pattern {shown!r} is not an ECMA-262 regular expression ({exc})")
     return problems
 
 

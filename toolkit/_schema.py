@@ -6,6 +6,10 @@ field), ``true`` is not a number, and a pattern means what ECMA-262 says (``$`` 
 the end of the text, ``\\d`` is 0-9: see ``toolkit._patterns``). Every failure
 becomes a ``ToolError`` whose pointer names the offending field itself; what it
 echoes back is redacted and short.
+
+A schema never reaches out: a ``$ref`` must point inside the schema itself (``#/$defs/...``),
+which is checked when the schema is declared (``declaration_problems``), and the validator's
+registry retrieves nothing, so no check fetches a URL, opens a file or waits on a socket.
 """
 from __future__ import annotations
 
@@ -21,7 +25,8 @@ from toolkit._show import SURROGATE, echo_text, echo_value, pointer_for, shorten
 from toolkit.kernel.call import ToolError
 from toolkit._caps import MAX_ARGUMENT_BYTES, MAX_DEPTH, MAX_ERRORS_PER_CALL
 from toolkit._patterns import (additional_names, ecma_additional_properties, ecma_pattern_keyword,
-                               ecma_pattern_properties, is_ecma_regex)
+                               ecma_pattern_properties, is_ecma_regex,
+                               pattern_problems)
 from toolkit._show import REDACTED, is_secret_name, redact
 
 
@@ -207,11 +212,56 @@ def _schema_format_checker() -> Any:
     return checker
 
 
+@lru_cache(maxsize=None)
+def _registry() -> Any:
+    """A registry that retrieves nothing: a reference resolves inside its own schema, or nowhere."""
+    from referencing import Registry
+
+    return Registry()
+
+
 def compile_schema(schema: Mapping) -> Any:
     """Check a schema once and return a reusable validator (compile per contract, not per call)."""
     cls = _validator_class()
     cls.check_schema(schema, format_checker=_schema_format_checker())
-    return cls(schema)
+    if problems := declaration_problems(schema):
+        raise ValueError("; ".join(problems))
+    return cls(schema, registry=_registry())
+
+
+def _refs(value: Any, depth: int = 0) -> Iterator[str]:
+    """Every ``$ref`` (``$dynamicRef``, ``$recursiveRef``) value in ``value``, at any depth."""
+    if depth > 64:
+        return
+    children = value.items() if isinstance(value, Mapping) else enumerate(value) \
+        if isinstance(value, list) else ()
+    for key, child in children:
+        if key in ("$ref", "$dynamicRef", "$recursiveRef") and isinstance(child, str):
+            yield child
+        else:
+            yield from _refs(child, depth + 1)
+
+
+def declaration_problems(schema: Any) -> list[str]:
+    """One line for each thing that makes ``schema`` unfit to declare; empty when it is fit.
+
+    A ``$ref`` that is not local (``http://``, ``file://``, a relative name) is refused: nothing is
+    fetched, opened or waited on. So is a local one that resolves to nothing, and every pattern
+    ``toolkit._patterns.pattern_problems`` refuses.
+    """
+    from referencing.jsonschema import DRAFT202012
+
+    problems = []
+    for ref in dict.fromkeys(_refs(schema)):
+        if not ref.startswith("#"):
+            problems.append(f"$ref {echo_text(ref)!r} points outside the schema (a schema is never "
+                            "fetched or opened): define it under $defs, refer to it as '#/$defs/...'")
+            continue
+        try:
+            _registry().resolver_with_root(DRAFT202012.create_resource(schema)).lookup(ref)
+        except Exception:   # referencing.exceptions.Unresolvable, or an $id that is not text
+            problems.append(f"$ref {echo_text(ref)!r} resolves to nothing in this schema")
+    return problems + pattern_problems(schema)
 
 
 #: How many errors are looked at before counting stops: they are made lazily, so a document with a

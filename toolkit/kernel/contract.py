@@ -66,8 +66,8 @@ class Contract:
     extras: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:   # a schema no ECMA-262 engine can enforce is refused when declared
-        from toolkit._patterns import pattern_problems
-        if problems := pattern_problems(self.schema):
+        from toolkit._schema import declaration_problems   # refs leaving it, patterns that stall
+        if problems := declaration_problems(self.schema):
             raise ContractError(f"contract {self.name!r}: " + "; ".join(problems))
 
     @cached_property

@@ -16,9 +16,14 @@ Retry semantics, from the host's side: a tool in ``repeatable`` is ``SAFE``
 tool is ``UNSAFE`` and goes through the ledger, keyed by the key it carries or
 else its call id, so a repeated call id replays instead of acting twice.
 
-Hardening: a schema that is not an object schema, or that no validator
-compiles, makes the tool *unadoptable*: it is left out with a reason
-(``adopt_tool`` returns the reason), never declared half-checked.
+Hardening: every adopted schema is closed: ``additionalProperties: false``,
+whatever the server listed, and no ``patternProperties`` or
+``unevaluatedProperties`` to reopen it, so an undeclared argument (``"admin":
+true``) never reaches the server. A listing entry the SDK cannot read, a schema
+that is not an object schema, that reaches outside itself (``$ref``), holds a
+pattern that cannot be checked in linear time, or that no validator compiles,
+makes the tool *unadoptable*: it is left out with a reason (``adopt_tool``
+returns the reason), never declared half-checked.
 """
 from __future__ import annotations
 
@@ -26,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from toolkit.kernel import Condition, Contract, Retry
-from toolkit._caps import MAX_DESCRIPTION_CHARS
+from toolkit._caps import MAX_DESCRIPTION_CHARS, MAX_SERVER_ERROR_CHARS
 from toolkit._show import echo_text, shorten
 
 
@@ -39,7 +44,7 @@ class Trust:
     risky: frozenset[str] = frozenset()          # tools that always need a person's approval
     repeatable: frozenset[str] = frozenset()     # tools the host knows are safe to repeat (no ledger)
     idempotency_fields: Mapping[str, str] = field(default_factory=dict)   # tool -> the argument holding its key
-    close_schemas: bool = True                   # refuse arguments the schema does not declare
+    secret_fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)   # never shown
 
 
 def hint(tool: Any, name: str) -> bool | None:
@@ -49,13 +54,16 @@ def hint(tool: Any, name: str) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def adopted_schema(input_schema: Any, close: bool = True) -> dict[str, Any] | str:
-    """The argument schema the contract enforces, or the reason the server's one cannot be used."""
+#: What would let undeclared arguments through: replaced by ``additionalProperties: false``.
+_REOPENING = ("additionalProperties", "patternProperties", "unevaluatedProperties")
+
+
+def adopted_schema(input_schema: Any) -> dict[str, Any] | str:
+    """The argument schema the contract enforces (closed), or why the server's cannot be used."""
     if not isinstance(input_schema, Mapping) or input_schema.get("type") != "object":
         return "its inputSchema is not an object schema"
-    schema = dict(input_schema)
-    if close and "additionalProperties" not in schema:
-        schema["additionalProperties"] = False
+    schema = {key: value for key, value in input_schema.items() if key not in _REOPENING}
+    schema["additionalProperties"] = False
     return schema
 
 
@@ -63,10 +71,14 @@ def adopt_tool(tool: Any, trust: Trust = Trust()) -> Contract | str:
     """The contract the host enforces for one ``mcp.types.Tool``, or a one-line reason it cannot adopt it."""
     from toolkit._schema import compile_schema
 
-    name = getattr(tool, "name", None)
+    listed = isinstance(tool, Mapping)   # an entry the SDK could not read (McpConnection.tools)
+    name = tool.get("name") if listed else getattr(tool, "name", None)
     if not isinstance(name, str) or not name:
         return "a tool without a name"
-    schema = adopted_schema(getattr(tool, "input_schema", None), trust.close_schemas)
+    listed_schema = tool.get("inputSchema") if listed else getattr(tool, "input_schema", None)
+    schema = adopted_schema(listed_schema)
+    if listed and not isinstance(schema, str):
+        schema = "its entry is not an MCP tool"
     if isinstance(schema, str):
         return f"{echo_text(name)}: {schema}"
     destructive = hint(tool, "destructive_hint") is True
@@ -81,15 +93,20 @@ def adopt_tool(tool: Any, trust: Trust = Trust()) -> Contract | str:
     why = "listed as risky by the host" if name in trust.risky else "the server marks it destructive"
     try:
         contract = Contract(
-            name=name, description=shorten(str(getattr(tool, "description", "") or ""), MAX_DESCRIPTION_CHARS), schema=schema,
-            permissions=tuple(trust.permissions.get(name, ())), preconditions=tuple(trust.preconditions.get(name, ())),
-            needs_approval=approval, reversible=not approval, retry=retry, idempotency_field=key_field,
+            name=name,
+            description=shorten(str(getattr(tool, "description", "") or ""), MAX_DESCRIPTION_CHARS),
+            schema=schema, permissions=tuple(trust.permissions.get(name, ())),
+            preconditions=tuple(trust.preconditions.get(name, ())),
+            secret_fields=tuple(trust.secret_fields.get(name, ())), needs_approval=approval,
+            reversible=not approval, retry=retry, idempotency_field=key_field,
             risk=0.5 if approval else 0.1, risk_category=why if approval else "as the server describes it",
             extras={"mcp_hints": {k: hint(tool, k) for k in ("read_only_hint", "destructive_hint",
                                                              "idempotent_hint")}})
         compile_schema(contract.schema)
-    except Exception as exc:   # a pattern no ECMA engine compiles, a schema the metaschema refuses
-        return f"{echo_text(name)}: its inputSchema cannot be enforced ({type(exc).__name__})"
+    except Exception as exc:   # a $ref outside it, a pattern RE2 cannot run, a bad schema
+        reason = str(getattr(exc, "message", exc)).replace(f"contract {name!r}: ", "")
+        reason = shorten(reason, MAX_SERVER_ERROR_CHARS)
+        return f"{echo_text(name)}: its inputSchema cannot be enforced ({reason})"
     return contract
 
 

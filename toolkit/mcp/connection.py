@@ -166,24 +166,68 @@ class McpConnection:
             raise
 
     def tools(self) -> list[Any]:
-        """tools/list, every page: the server's tools as ``mcp.types.Tool`` values."""
-        from mcp import types
+        """tools/list, every page: the server's tools as ``mcp.types.Tool`` values.
 
-        async def every_page(session: Any) -> list[Any]:
+        The SDK refuses a whole listing for one entry it cannot read (an ``inputSchema`` that is
+        not an object); such a listing is read again raw: each entry the SDK reads becomes a
+        ``Tool``, one it cannot read stays the plain dict it was, for the host to leave out with its
+        reason. Where the SDK offers no raw read, the server is refused with one line
+        (``ConnectionError``).
+        """
+        from mcp import types
+        from pydantic import ValidationError
+
+        async def every_page(session: Any, raw: Any) -> list[Any]:
             tools, cursor = [], None
             for _ in range(MAX_PAGES):
-                params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-                page = await session.list_tools(params=params)
-                tools.extend(page.tools)
-                cursor = page.next_cursor
+                if raw is not None:   # the dispatcher under the SDK's checks: the listing as sent
+                    page = await raw("tools/list", {"cursor": cursor} if cursor else None, {})
+                    page = page if isinstance(page, dict) else {}
+                    tools.extend(_readable(session, page.get("tools")))
+                    cursor = page.get("nextCursor")
+                    cursor = cursor if isinstance(cursor, str) else None
+                else:
+                    page = await session.list_tools(
+                        params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+                    tools.extend(page.tools)
+                    cursor = page.next_cursor
                 if not cursor:
                     break
             return tools
-        return self._run(every_page)
+        try:
+            return self._run(lambda session: every_page(session, None))
+        except ValidationError as exc:
+            raw = getattr(getattr(self._session, "_dispatcher", None), "send_raw_request", None)
+            if raw is None:
+                raise ConnectionError(f"the MCP server's tools/list is not valid MCP ({exc.error_count()}"
+                                      " errors): none of its tools is adopted") from None
+            return self._run(lambda session: every_page(session, raw))
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
         """tools/call: the server's ``mcp.types.CallToolResult`` (raises the SDK's error on a protocol error)."""
         return self._run(lambda session: session.call_tool(name, arguments))
+
+
+def _readable(session: Any, entries: Any) -> list[Any]:
+    """Raw listing entries as ``mcp.types.Tool`` where the SDK reads them, else the dicts they were.
+
+    The tools read are handed to the session as a listing (the SDK checks a tool's answers against
+    the output schema it listed, and would list again, and fail again, for a tool it has not seen).
+    """
+    from mcp import types
+
+    out = []
+    for entry in entries if isinstance(entries, list) else []:
+        try:
+            out.append(types.Tool.model_validate(entry))
+        except ValueError:   # pydantic's ValidationError
+            if isinstance(entry, dict):
+                out.append(entry)
+    absorb = getattr(session, "_absorb_tool_listing", None)
+    if absorb is not None:
+        read = [tool for tool in out if isinstance(tool, types.Tool)]
+        absorb(types.ListToolsResult(tools=read), complete=False)
+    return out
 
 
 __all__ = ["CALL_SECONDS", "MAX_PAGES", "McpConnection", "START_SECONDS"]

@@ -14,36 +14,63 @@ server. ``sent`` counts what did.
 The server's answer comes back as the course's ``ToolResult``: its
 ``structuredContent`` (or its text) is the output; ``isError: true`` is a failed
 call carrying the server's first line of text, cut short.
+
+Hardening: a server's listing and answers are a stranger's text. A tool the host
+cannot adopt, or whose name the listing repeats, is left out with its reason
+(``skipped``). An answer over ``MAX_ANSWER_BYTES`` is refused, and every answer
+is redacted like any other value the host shows (``toolkit._show``): fields the
+contract marks secret or whose name looks secret, and anything shaped like a
+credential, before the model, the ledger or the log sees it.
 """
 from __future__ import annotations
 
+import json
+from collections import Counter
 from typing import Any, Callable, Iterable
 
 from toolkit.kernel import (Caller, CallIds, Contract, FailureClass, Host, Status, Tool, ToolCall, ToolError,
                             ToolFailure, ToolResult, check, invoke_with_ledger, request)
 from toolkit._ids import refusal_result, round_refusals
-from toolkit._caps import MAX_SERVER_ERROR_CHARS
-from toolkit._show import shorten
+from toolkit._caps import MAX_ANSWER_BYTES, MAX_ARGUMENT_BYTES, MAX_SERVER_ERROR_CHARS
+from toolkit._show import echo_text, redact_arguments, shorten
 from toolkit.mcp import Trust, adopt_tool
 
 #: ``approve(call, contract)``: True lets a call that needs approval run.
 Approver = Callable[[ToolCall, Contract], bool]
 
 
-def remote_output(result: Any) -> Any:
-    """A ``CallToolResult``'s payload: its structured content, else ``{"text": ...}``.
+def remote_output(result: Any, secret_fields: Iterable[str] = ()) -> Any:
+    """A ``CallToolResult``'s payload, redacted: its structured content, else ``{"text": ...}``.
 
-    ``isError: true`` raises ``ToolFailure`` (a failed call), carrying the server's text cut short.
+    ``isError: true`` raises ``ToolFailure`` (a failed call), carrying the server's text redacted
+    and cut short; so does an answer over ``MAX_ANSWER_BYTES``. Redaction is the host's one way to
+    make a value safe to keep, ``toolkit._show.redact_arguments``: secret-named fields, the
+    contract's ``secret_fields``, credential shapes.
     """
     content = getattr(result, "content", None) or []
     texts = [getattr(c, "text", "") for c in content if getattr(c, "type", "") == "text"]
     if getattr(result, "is_error", False):
-        line = shorten(" ".join(texts).strip() or "the server reported an error", MAX_SERVER_ERROR_CHARS)
+        said = redact_arguments(" ".join(texts).strip()[:MAX_ARGUMENT_BYTES])   # masked, then cut
+        line = shorten(said or "the server reported an error", MAX_SERVER_ERROR_CHARS)
         error = ToolError("execution_failed", "tools/call", f"the MCP server answered isError: {line}",
-                          hint="read the server's message; the effect may not have happened", retryable=False)
-        raise ToolFailure(Status.FAILED, "execution_failed", error.message, FailureClass.EXECUTION, error=error)
+                          hint="read the server's message; the effect may not have happened",
+                          retryable=False)
+        raise ToolFailure(Status.FAILED, "execution_failed", error.message, FailureClass.EXECUTION,
+                          error=error)
     structured = getattr(result, "structured_content", None)
-    return structured if structured is not None else {"text": "\n".join(texts)}
+    output = structured if structured is not None else {"text": "\n".join(texts)}
+    size = sum(map(len, texts)) if structured is None else 0    # characters: at most the bytes
+    if size <= MAX_ANSWER_BYTES:
+        size = sum(len(t.encode("utf-8", "replace")) for t in texts) if structured is None else \
+            len(json.dumps(structured, default=repr).encode("utf-8", "replace"))
+    if size > MAX_ANSWER_BYTES:
+        error = ToolError("too_large", "tools/call", f"the MCP server's answer is {size} bytes, "
+                          f"over the {MAX_ANSWER_BYTES} byte cap",
+                          expected=f"at most {MAX_ANSWER_BYTES} bytes",
+                          received=f"{size} bytes", hint="ask for less (a smaller range, a page)")
+        raise ToolFailure(Status.FAILED, "too_large", error.message, FailureClass.EXECUTION,
+                          error=error)
+    return redact_arguments(output, secret_fields)
 
 
 class McpHost:
@@ -59,16 +86,26 @@ class McpHost:
         self.asked: list[str] = []      # every approval asked for, as a call summary and the answer
         self.sent: list[str] = []       # every tools/call that reached the server, by tool name
         self.skipped: dict[str, str] = {}   # tools the host could not adopt, and why
-        tools = []
-        for listed in connection.tools():
+        tools, listing = [], connection.tools()
+        names = [listed.get("name") if isinstance(listed, dict) else getattr(listed, "name", None)
+                 for listed in listing]
+        repeated = Counter(names)
+        for name, listed in zip(names, listing):
+            shown = name if isinstance(name, str) else "?"
+            if repeated[name] > 1:   # which one would the server run? neither is adopted
+                count = repeated[name]
+                self.skipped[shown] = f"{echo_text(shown)}: the listing names {count} tools so"
+                continue
             contract = adopt_tool(listed, trust)
             if isinstance(contract, str):
-                self.skipped[str(getattr(listed, "name", "?"))] = contract
+                self.skipped[shown] = contract
             else:
-                tools.append(Tool(contract, self._runner(contract.name)))
+                tools.append(Tool(contract, self._runner(contract)))
         self.host = Host.of(tools, caller)
 
-    def _runner(self, name: str) -> Callable[[dict, Any], Any]:
+    def _runner(self, contract: Contract) -> Callable[[dict, Any], Any]:
+        name = contract.name
+
         def run(arguments: dict, world: Any) -> Any:
             self.sent.append(name)
             try:
@@ -76,7 +113,7 @@ class McpHost:
             except TimeoutError:
                 raise ToolFailure(Status.TIMEOUT, "timeout", "the MCP server did not answer in time",
                                   FailureClass.TIMEOUT) from None
-            return remote_output(answer)
+            return remote_output(answer, contract.secret_fields)
         return run
 
     @property

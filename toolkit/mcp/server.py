@@ -16,14 +16,20 @@ Hardening below the rule: no refusal leaves the server with the workspace's
 absolute path in it (``without_root`` replaces it by ``<workspace>``, on every
 string of every error result, whatever built it); a handler that raises answers
 a generic ``isError`` result instead of ``str(exc)``; the host's log keeps the
-last ``LOG_KEEP`` attempts, so a long-running server does not grow without end.
+last ``LOG_KEEP`` attempts, each with what audit needs (ids, names, verdicts,
+status, the output's size and SHA-256) and never the output itself, so a
+long-running server stays flat however much it reads. Started, the server says
+once on stderr that it is serving and on which workspace (stdout is the protocol).
 
     python -m toolkit.mcp serve --workspace DIR [--tools read_file,edit_file,inspect_exports]
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -122,6 +128,8 @@ def answer_call(host: Host, name: Any, arguments: Any, call_id: str, roots: Iter
         call = ToolCall(name if isinstance(name, str) else str(name), {} if arguments is None else arguments,
                         call_id)
         result = host.execute(call)
+        if host.log:
+            host.log[-1] = audit_copy(host.log[-1])
         if len(host.log) > LOG_KEEP:
             del host.log[:-LOG_KEEP]
         return call_result(result, roots)
@@ -130,6 +138,16 @@ def answer_call(host: Host, name: Any, arguments: Any, call_id: str, roots: Iter
         text = f"failed: the server could not answer this call ({type(exc).__name__})"
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     structured_content=failed.to_dict(), is_error=True)
+
+
+def audit_copy(attempt: Any) -> Any:
+    """``attempt`` as the server's log keeps it: its output replaced by its size and SHA-256."""
+    output = attempt.result.output
+    if output is None:
+        return attempt
+    text = json.dumps(output, sort_keys=True, default=str).encode("utf-8", "replace")
+    kept = {"bytes": len(text), "sha256": hashlib.sha256(text).hexdigest()}
+    return replace(attempt, result=replace(attempt.result, output=kept))
 
 
 def build_server(host: Host, roots: Iterable[str] = ()) -> Any:
@@ -189,8 +207,12 @@ def serve_stdio(workspace: Path | str, names: Iterable[str] = ("read_file",)) ->
     import anyio
     from mcp.server.stdio import stdio_server
 
+    names = list(names)
     host = serving_host(workspace, names)
     server = build_server(host, workspace_roots(workspace))
+    print(f"{SERVER_NAME}: serving {', '.join(names)} over MCP on stdio for the workspace "
+          f"{os.path.realpath(workspace)} (stdout is the protocol; close stdin to stop)",
+          file=sys.stderr, flush=True)
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):
@@ -199,6 +221,6 @@ def serve_stdio(workspace: Path | str, names: Iterable[str] = ("read_file",)) ->
     anyio.run(main)
 
 
-__all__ = ["answer_call", "build_server", "call_result", "CATALOG", "catalog_tools", "LOG_KEEP", "mcp_call_id",
-           "mcp_text", "registration", "serve_stdio", "SERVER_NAME", "serving_host", "tool_listing", "without_root",
-           "workspace_roots"]
+__all__ = ["answer_call", "audit_copy", "build_server", "call_result", "CATALOG", "catalog_tools", "LOG_KEEP",
+           "mcp_call_id", "mcp_text", "registration", "serve_stdio", "SERVER_NAME", "serving_host",
+           "tool_listing", "without_root", "workspace_roots"]
