@@ -21,7 +21,7 @@ import pytest
 
 import toolkit as tk
 from toolkit import wire as v
-from toolkit.kernel import IdMap
+from toolkit._ids import IdMap
 from toolkit.effects import AuditLog, run_audited
 from toolkit.kernel import NEXT_STEP
 from course.worlds import call_stages

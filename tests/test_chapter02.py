@@ -16,7 +16,7 @@ import pytest
 
 import toolkit as tk
 from course.worlds import CREATE_INVOICE, Books
-from toolkit.kernel import CODES
+from toolkit._codes import CODES
 from course.present import formulas
 from course.worlds.demo_tree import common_errors
 from toolkit._schema import parse_arguments

@@ -18,7 +18,7 @@ from toolkit.kernel import schedule
 from toolkit.wire import SKETCH_FRAMES, AnthropicStream, anthropic_stream, frames, openai_stream
 from toolkit.kernel import Assembler
 from toolkit.wire import fixture
-from toolkit.kernel import IdMap
+from toolkit._ids import IdMap
 from toolkit.kernel import Refusal, completion_problem, conflict
 from toolkit.wire import SSEDecoder
 from course.worlds import describe_chunk, replay, split_events

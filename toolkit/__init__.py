@@ -36,7 +36,6 @@ from toolkit.kernel.choice import Choice, Option, choose, expected_value, govern
 from toolkit.kernel.read_file import confine, make_read_file, read_confined
 from toolkit.kernel.ledger import Answer, Ledger, LedgerStatus, MemoryLedger, invoke
 from toolkit.kernel.backoff import RetryController, RetryPolicy, RetryState, retry_verdict, step
-from toolkit._retry_walk import plan
 from toolkit.kernel.stream import COMPLETE, CUT, Refusal, completion_problem
 from toolkit.kernel.scheduler import Plan, conflict, resources, schedule
 from toolkit.effects.sqlite_ledger import SqliteLedger

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, Callable, Iterator
 
-from toolkit._paths import PathRefused, describe_entry, shown
+from toolkit._paths import PathRefused, describe_entry
 
 Refuse = Callable[[str, str], PathRefused]
 
@@ -96,7 +96,7 @@ def plain_relative(relative: PurePosixPath | str, expected: str) -> tuple[PurePo
     rel = PurePosixPath(relative)
 
     def refuse(kind: str, why: str) -> PathRefused:
-        return PathRefused(3, kind, shown(str(relative)), why, expected)
+        return PathRefused(3, kind, str(relative), why, expected)
 
     if rel.is_absolute() or ".." in rel.parts:
         raise refuse("traversal", "rung 3 opens only plain relative paths")

@@ -3,7 +3,7 @@
 While fragments arrive, the only honest things to show are the text so far
 and the keys whose names have fully arrived. ``Preview`` holds exactly that
 and is a different type from ``ToolCall``, so an executor handed one refuses
-it (``toolkit.kernel.not_a_call``). ``KeyScanner`` finds the keys in
+it (``toolkit._ids.not_a_call``). ``KeyScanner`` finds the keys in
 partial JSON incrementally: each character is read once, however many
 previews are asked for.
 

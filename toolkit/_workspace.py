@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 import toolkit.kernel.read_file as ladder     # a module import: the kernel's read_file builds a Workspace too
 from toolkit._caps import MAX_FILE_BYTES
 from toolkit._nofollow import FileRead
-from toolkit._paths import RUNG_NAMES, PathRefused, shown
+from toolkit._paths import RUNG_NAMES, PathRefused
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def locate(root: Path | str, path: object) -> tuple[Path, PurePosixPath]:
     try:
         base = Path(root).resolve()
     except (OSError, RuntimeError, ValueError):      # a workspace behind a link loop
-        raise PathRefused(2, "unresolvable", shown(path), "the workspace cannot be resolved",
+        raise PathRefused(2, "unresolvable", path, "the workspace cannot be resolved",
                           "a relative path inside the workspace") from None
     relative = ladder.confine(base, path)
     return base / relative, relative

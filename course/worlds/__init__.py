@@ -64,5 +64,5 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "step_recorder": ("StepRecorder",),
     "stream_replay": ("describe_chunk", "Moment", "replay", "split_events"),
     "tool_choice": ("declaration_words", "pick_tool", "ToolPick"),
-    "waits": ("arrival_times", "jitter_waits", "peak_load", "plan_rows"),
+    "waits": ("arrival_times", "jitter_waits", "peak_load", "plan", "plan_rows", "walk"),
 })

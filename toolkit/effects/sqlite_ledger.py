@@ -23,9 +23,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from toolkit.kernel import Answer, LedgerStatus, Status, ToolFailure, ToolResult
+from toolkit.kernel import Answer, invoke_effect, LedgerStatus, Status, ToolFailure, ToolResult
 from toolkit._json import check_call
-from toolkit._outcomes import run_effect
 from toolkit._show import scrub, secret_values
 from toolkit.effects import connect, transaction
 from toolkit.effects import LIVE, claim_owner, existing_answer, lease_length, lease_state, settle_row
@@ -186,7 +185,8 @@ class SqliteLedger:
                                   (principal, key, tool, digest, owner, now + self.lease_seconds))
         except sqlite3.Error as exc:
             return storage_failure(key, exc, "nothing was run", secret_values(arguments, secret_fields))
-        verdict, value, error = run_effect(effect, arguments, secret_fields)
+        # The claim found no row for the key: k is not in dom(L), so the rule runs f once.
+        _, verdict, value, error = invoke_effect(effect, arguments, key, {}, secret_fields)
         fence = (principal, key, owner)
         try:
             with self._lock, transaction(self.conn):

@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.kernel import Condition, Contract, FailureClass, Retry, Status, Tool, ToolError, ToolFailure
-from toolkit.kernel import locate, open_confined, write_confined
+from toolkit.kernel import open_confined, write_confined
+from toolkit._workspace import locate
 from toolkit.files import check_claim, introduced_claims
 from toolkit._caps import MAX_FILE_BYTES
 from toolkit._paths import HINTS, PathRefused
