@@ -23,6 +23,3 @@ def contract_card(contract: Any) -> str:
              f"  risk: {contract.risk_category}",
              f"  evidence: {' and '.join(contract.evidence) or 'none'}"]
     return "\n".join(lines)
-
-
-__all__ = ["contract_card"]

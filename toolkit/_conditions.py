@@ -28,6 +28,3 @@ def condition_errors(conditions: Iterable[Any], code: str, *inputs: Any) -> list
             errors.append(ToolError(code, pointer, f"{condition.name} not met (requires: {condition.description})",
                                     expected=condition.description, received="not satisfied"))
     return errors
-
-
-__all__ = ["condition_errors"]

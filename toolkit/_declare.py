@@ -59,6 +59,3 @@ def function_fields(function: Callable[..., Any], name: str | None, description:
     text = description if description is not None else inspect.getdoc(function) or ""
     return {"name": name or function.__name__, "description": text.split("\n\n")[0].strip(), "schema": schema,
             **fields}
-
-
-__all__ = ["function_fields", "function_schema", "parameter_schema"]

@@ -25,5 +25,3 @@ POINTS_AT: dict[FailureClass, str] = {
     FailureClass.TIMEOUT: "the agent is unsure of the external state",
     FailureClass.EXECUTION: "the tool or the service hit trouble while running",
 }
-
-__all__ = ["MEANING", "POINTS_AT"]

@@ -244,8 +244,3 @@ class IdMap:
 def id_key(vendor_id: Any) -> Any:
     """How an id is compared: by type and value, so 1 and "1" are different JSON-RPC ids."""
     return (type(vendor_id).__name__, vendor_id)
-
-
-__all__ = ["CallIds", "call_id_error", "call_id_problem", "duplicate_call_id_error", "id_key", "IdMap", "not_a_call",
-           "not_a_call_error", "mint_call_id", "refusal_result", "round_refusals", "SAFE_ID", "shared_ids",
-           "shown_call_id", "shown_name", "unknown_tool_error"]

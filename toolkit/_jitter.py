@@ -42,6 +42,3 @@ def jitter_wait(jitter: Jitter, d: float, d0: float, d_max: float | None, last_w
         return d / 2 + rng.uniform(0.0, d / 2)
     wait = rng.uniform(d0, 3 * (last_wait if last_wait is not None else d0))
     return wait if d_max is None else min(d_max, wait)
-
-
-__all__ = ["Jitter", "jitter_wait"]

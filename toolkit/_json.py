@@ -181,7 +181,3 @@ def _not_json(exc: _NotJson) -> ToolError:
     return ToolError("not_serializable", pointer_for(exc.path), exc.why,
                      expected="JSON values only (object, array, string, finite number, true/false, null)",
                      received=exc.found, hint="send plain JSON values", retryable=False)
-
-
-__all__ = ["canonical_json", "carried_key", "check_arguments", "check_call", "check_key", "checked_fingerprint",
-           "fingerprint", "parsed_arguments", "same_arguments"]

@@ -20,6 +20,3 @@ def log_copy(attempt: Any, secret_fields: Iterable[str]) -> Any:
         return attempt
     call = replace(attempt.call, arguments=arguments)
     return replace(attempt, call=call, verdict=replace(attempt.verdict, call=call, arguments=safe_parsed))
-
-
-__all__ = ["log_copy"]

@@ -221,7 +221,3 @@ def write_nofollow(dir_fd: int, name: str, data: bytes, refuse: Refuse) -> None:
         except OSError:
             pass
         raise
-
-
-__all__ = ["FileRead", "Refuse", "SUPPORTED", "errno_name", "folder", "read_nofollow",
-           "stat_entry", "write_nofollow"]

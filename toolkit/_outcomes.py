@@ -53,6 +53,3 @@ def _mask_error(error: ToolError, secrets: Iterable[str]) -> ToolError:
     cleaned = {name: scrub(getattr(error, name), values)
                for name in ("code", "message", "expected", "received", "hint") if isinstance(getattr(error, name), str)}
     return replace(error, **cleaned)
-
-
-__all__ = ["run_effect"]

@@ -47,6 +47,3 @@ def choice_lines(choice: Any) -> list[str]:
     rows = [f"{name:<{width}}  {score:>6g}" + ("  <- chosen" if choice.best and name == choice.best.name else "")
             for name, score in choice.scores.items()]
     return rows + [f"{name:<{width}}  {'illegal':>6}  (never a candidate)" for name in choice.excluded]
-
-
-__all__ = ["choice_lines", "legal_line", "observation_line", "legality_lines"]

@@ -26,6 +26,3 @@ def raised_result(call: ToolCall, contract: Any, arguments: Any, exc: Exception)
     else:
         error = ToolError(reason, f"tool {call.name}", message, retryable=exc.status is Status.RECOVERABLE_FAILURE)
     return ToolResult(call.call_id, exc.status, failure_class=exc.failure_class, reason=reason, errors=(error,))
-
-
-__all__ = ["raised_result"]

@@ -47,6 +47,3 @@ def ledger_refusal(kind: str, message: str = "", *, what: str = "", before: str 
                          hint="nothing was recorded; the same key may be used again" if retryable else "",
                          retryable=retryable)
     raise ValueError(f"no ledger refusal is called {kind!r}")
-
-
-__all__ = ["ledger_refusal"]

@@ -22,6 +22,3 @@ def request_problem(call: Any, contract: Any, declared: Iterable[str]) -> ToolEr
     if contract is None or contract.name != call.name:
         return unknown_tool_error(call.name, declared)
     return None
-
-
-__all__ = ["request_problem"]

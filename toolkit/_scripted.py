@@ -21,6 +21,3 @@ class ScriptedPolicy:
         step = self.script[self.position]
         self.position += 1
         return step(state) if callable(step) else step
-
-
-__all__ = ["ScriptedPolicy"]

@@ -38,9 +38,6 @@ from toolkit._preview import KeyScanner, Preview
 from toolkit._show import echo_value
 from toolkit.kernel.call import ToolCall, ToolError
 
-__all__ = ["answered_once", "assemble_field", "Buffer", "capped_errors", "field_too_long", "over_cap",
-           "parsed_call", "preview_of", "stream_incomplete", "stream_invalid", "take"]
-
 
 def stream_incomplete(message: str, received: Any = None, hint: str = "") -> ToolError:
     """The error for a stream that never said it was complete."""

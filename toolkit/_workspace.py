@@ -104,6 +104,3 @@ def locate(root: Path | str, path: object) -> tuple[Path, PurePosixPath]:
                           "a relative path inside the workspace") from None
     relative = ladder.confine(base, path)
     return base / relative, relative
-
-
-__all__ = ["locate", "RungStep", "Workspace"]

@@ -285,6 +285,3 @@ def run_audited(host: Any, call: Any, log: AuditLog, initiator: str, controller:
 
 def _klass(result: Any) -> str:
     return result.failure_class.value if result.failure_class is not None else ""
-
-
-__all__ = ["AuditLog", "Story", "run_audited"]

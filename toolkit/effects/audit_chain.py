@@ -223,7 +223,3 @@ def verify_audit_file(path: str | os.PathLike[str], anchor: Anchor | None = None
         return Verification(False, 0, None, f"the file is not a readable database: {error}")
     finally:
         conn.close()
-
-
-__all__ = ["AUDIT_COLUMNS", "AUDIT_SCHEMA", "Anchor", "GENESIS", "Verification", "chain_digest", "check_chain",
-           "against_anchor", "chain_key", "schema_problems", "verify_audit_file", "walk_chain"]

@@ -62,6 +62,3 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             except sqlite3.Error:   # the first error says more; the connection is closed by its owner
                 pass
         raise
-
-
-__all__ = ["connect", "transaction"]

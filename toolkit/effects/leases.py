@@ -118,6 +118,3 @@ def settle_row(conn: sqlite3.Connection, principal: str, key: str, owner: str | 
     return conn.execute("UPDATE ledger SET state = 'done', result = ?, owner = NULL, lease_until = NULL "
                         "WHERE principal = ? AND key = ? AND state = 'pending' AND owner IS ?",
                         (text, principal, key, owner)).rowcount, text
-
-
-__all__ = ["LIVE", "claim_owner", "existing_answer", "lease_length", "lease_state", "settle_row", "storage_failure"]

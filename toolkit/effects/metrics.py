@@ -187,6 +187,3 @@ def rows_from_attempts(attempts: Iterable[Any], task_of: Any = None) -> list[Cal
                             failures=tuple(failures), retries=len(group) - 1,
                             ran=any(a.verdict.legal for a in group)))
     return rows
-
-
-__all__ = ["CallRow", "MetricsReport", "Rate", "measure", "rows_from_attempts", "rows_from_audit"]

@@ -183,7 +183,3 @@ def open_record(call: Any, initiator: str, contract: Any = None, clock: Callable
     return ExecutionRecord(shown_call_id(call.call_id), initiator, shown_name(call.name),
                            summarize(call.arguments, getattr(contract, "secret_fields", ())),
                            clock or Tick(), listener)
-
-
-__all__ = ["ExecutionRecord", "FINAL", "FROM_STATUS", "IllegalTransition", "RecordState", "TRANSITIONS", "Tick",
-           "Transition", "open_record"]

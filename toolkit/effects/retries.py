@@ -56,6 +56,3 @@ def run_with_retries(host: Any, call: ToolCall, controller: RetryController,
             sleep(decision.wait)
         current, attempt = replace(wanted, call_id=call.call_id), attempt + 1
     return tries
-
-
-__all__ = ["Try", "run_with_retries"]

@@ -335,6 +335,3 @@ class SqliteLedger:
 
 class _NotStorable(Exception):
     """An atomic effect returned a value JSON cannot hold."""
-
-
-__all__ = ["SqliteLedger"]

@@ -44,6 +44,3 @@ def decode_result(text: str | None) -> Any:
         data["errors"] = tuple(ToolError(**e) for e in data["errors"])
         return ToolResult(**data)
     return value
-
-
-__all__ = ["decode_result", "encode_result"]

@@ -213,7 +213,3 @@ def compensation_table() -> list[dict[str, Any]]:
     """The effects above as plain rows, ready to print."""
     return [{"effect": c.effect, "compensable": c.compensable, "undo": c.undo, "before acting": c.before_acting}
             for c in COMPENSATION]
-
-
-__all__ = ["COMPENSATION", "Compensation", "TimeoutDecision", "RecordUnavailable", "RemoteTimeout", "RetryKind",
-           "TimeoutRuntime", "classify_retry", "compensation_table"]

@@ -127,6 +127,3 @@ def introduced_claims(before: str, after: str, importer: str = "") -> tuple[list
     new, errors = import_claims(after, importer)
     seen = {(c.module, c.name) for c in old}
     return [c for c in new if (c.module, c.name) not in seen], errors
-
-
-__all__ = ["ImportClaim", "check_claim", "check_imports", "import_claims", "introduced_claims"]

@@ -272,7 +272,3 @@ def make_edit_file(workspace: Path | str) -> Tool:
                 "evidence": {"sha256_before": sha256_bytes(before), "sha256_after": sha256_bytes(after)}}
 
     return Tool(contract, run)
-
-
-__all__ = ["EDIT_FILE_SCHEMA", "edit_file_contract", "file_sha256", "make_edit_file",
-           "module_name", "resolve_in_workspace", "sha256_bytes", "tree_digest", "unique_offset"]

@@ -219,7 +219,3 @@ def make_inspect_exports(workspace: Path | str) -> Tool:
         reads=("module:{module}",),
     )
     return Tool(contract, run)
-
-
-__all__ = ["Exports", "RULE_ALL", "RULE_PUBLIC", "exported_names", "find_module", "make_inspect_exports",
-           "read_exports", "workspace_modules"]

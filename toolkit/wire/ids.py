@@ -13,7 +13,6 @@ from typing import Any
 
 from toolkit._ids import SAFE_ID
 
-__all__ = ["id_problem", "VENDORS"]
 
 #: The vendors the toolkit speaks to, by the names every vendor function takes.
 VENDORS = ("openai", "anthropic", "mcp")

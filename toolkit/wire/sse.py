@@ -25,8 +25,6 @@ from toolkit.kernel import ToolError
 from toolkit._show import scrub, shorten
 from toolkit._stream_guards import stream_invalid
 
-__all__ = ["SSEDecoder", "SSEEvent", "StreamBroken"]
-
 
 @dataclass(frozen=True)
 class SSEEvent:
