@@ -8,7 +8,8 @@ allow, and answers with one ``ToolError`` a model (and a log) can read.
 ``round_refusals`` is the one id rule every round runner applies (``Host.run_round``,
 the scheduler and so ``toolkit.wire.run_round``, the MCP host): two calls sharing an id
 are both refused, with one message (``duplicate_call_id_error``, which the stream
-assembler and the vendor readers use too). ``IdMap`` is the table between the
+assembler and the vendor readers use too). ``request_problem`` is what ``check`` turns away before its three
+tests can run (not a ``ToolCall``, an unusable id, an undeclared name). ``IdMap`` is the table between the
 toolkit's own ids and the ids each vendor sent.
 """
 from __future__ import annotations
@@ -244,3 +245,16 @@ class IdMap:
 def id_key(vendor_id: Any) -> Any:
     """How an id is compared: by type and value, so 1 and "1" are different JSON-RPC ids."""
     return (type(vendor_id).__name__, vendor_id)
+
+
+def request_problem(call: Any, contract: Any, declared: Iterable[str]) -> ToolError | None:
+    """Why ``call`` cannot even be tested (not a ``ToolCall``, an id that cannot pair its result, a tool no
+    contract declares), or ``None`` when its three tests may run."""
+    if not isinstance(call, ToolCall):
+        return not_a_call_error(call)
+    bad_id = call_id_error(call.call_id)
+    if bad_id is not None:
+        return bad_id
+    if contract is None or contract.name != call.name:
+        return unknown_tool_error(call.name, declared)
+    return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import replace
 from typing import Any, Iterable, Mapping
 
 from toolkit._caps import (CUT_MARK, MAX_ARGUMENT_BYTES, MAX_CALL_LINE_CHARS, MAX_DEPTH, MAX_ECHO_CHARS,
@@ -268,3 +269,14 @@ _QUOTED_FIELD = re.compile(r'"([^"\\]{1,64})"(\s*:\s*)("(?:[^"\\]|\\.)*"?|[^\s,}
 def _mask_field(match: re.Match) -> str:
     name, colon, _value = match.groups()
     return f'"{name}"{colon}"{REDACTED}"' if is_secret_name(name) else match.group(0)
+
+
+def log_copy(attempt: Any, secret_fields: Iterable[str]) -> Any:
+    """``attempt`` with its call's arguments and its verdict's parsed ones redacted (itself when nothing is)."""
+    raw, parsed = attempt.call.arguments, attempt.verdict.arguments
+    arguments = redact_arguments(raw, secret_fields)
+    safe_parsed = arguments if parsed is raw else None if parsed is None else redact_arguments(parsed, secret_fields)
+    if arguments is raw and safe_parsed is parsed:
+        return attempt
+    call = replace(attempt.call, arguments=arguments)
+    return replace(attempt, call=call, verdict=replace(attempt.verdict, call=call, arguments=safe_parsed))
