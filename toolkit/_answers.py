@@ -3,7 +3,8 @@
     answer_result(answer, call_id) = the tool's own result (re-addressed) | succeeded with the stored output
                                      | the refusal's status and failure class (the table below)
 
-``Answer.to_result`` (``toolkit.kernel.ledger``) is this function; the ledger never needs it to decide what runs.
+``Answer.to_result`` (``toolkit.kernel.ledger``) is this function; the ledger never needs it to
+decide what runs.
 """
 from __future__ import annotations
 

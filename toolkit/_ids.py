@@ -1,17 +1,10 @@
 """Chapters 01 and 08: call ids: refusals for hostile ids and names, one id rule per round, and the id table.
 
-A model can put anything where a call goes: ``None``, a dict, a name of ten million
-characters, bytes, an id that is a number or empty, the same id twice. The host never
-raises on any of it, never matches or echoes more than the caps in ``toolkit._caps``
-allow, and answers with one ``ToolError`` a model (and a log) can read.
-
-``round_refusals`` is the one id rule every round runner applies (``Host.run_round``,
-the scheduler and so ``toolkit.wire.run_round``, the MCP host): two calls sharing an id
-are both refused, with one message (``duplicate_call_id_error``, which the stream
-assembler and the vendor readers use too). ``request_problem`` is what ``check`` turns away before its three
-tests can run (not a ``ToolCall``, an unusable id, an undeclared name). ``IdMap`` is the table between the
-toolkit's own ids and the ids each vendor sent.
-"""
+A model can put anything where a call goes (``None``, a huge name, bytes, an empty or repeated
+id); the host never raises on it, never echoes more than the caps allow, and answers with one
+``ToolError``. ``round_refusals`` is the id rule every round runner applies: two calls sharing an
+id are both refused. ``request_problem`` is what ``check`` turns away before its three tests can
+run. ``IdMap`` is the table between the toolkit's own ids and the ids each vendor sent."""
 from __future__ import annotations
 
 import difflib
@@ -49,11 +42,8 @@ def mint_call_id(ids: CallIds | None = None) -> str:
 
 
 def call_id_problem(call_id: Any) -> str | None:
-    """Why ``call_id`` cannot pair a result with its request, or ``None`` when it can.
-
-    A call id is non-empty text of at most ``MAX_CALL_ID_CHARS`` characters that UTF-8 can hold: it is
-    echoed in every result, stored in ledgers and audit logs, and matched by equality.
-    """
+    """Why ``call_id`` cannot pair a result with its request (non-empty UTF-8 text of at most
+    ``MAX_CALL_ID_CHARS``), or ``None`` when it can."""
     if not isinstance(call_id, str):
         return f"a call id must be text, not {type(call_id).__name__ if call_id is not None else 'null'}"
     if not call_id:
@@ -99,14 +89,13 @@ def duplicate_call_id_error(call_id: Any, pointer: str = "$.call_id") -> ToolErr
 
 
 def round_refusals(items: Sequence[Any]) -> tuple[list[str], dict[int, ToolError]]:
-    """The round's id rule, one for every runner: the id each item is answered under, and why items may not run.
+    """The round's id rule, for every runner: the id each item is answered under, and why items may
+    not run.
 
-    Refused, by position: every item of a round over ``MAX_OPEN_CALLS``; something that is not a ``ToolCall``;
-    a call whose id cannot pair a result (``call_id_error``); and *every* call whose id another call of the round
-    also sends (results are paired by id, so neither could be told apart). An item is answered under its own
-    id when usable (calls sharing one keep it); otherwise under a placeholder (``?3`` for item 3) no other
-    item uses, so results still pair one to one with the items.
-    """
+    Refused, by position: items over ``MAX_OPEN_CALLS``, non-calls, unusable ids, and *every*
+    call whose id another call also sends. An item is answered under its own id when usable, else
+    under a placeholder (``?3`` for item 3) no other item uses, so results still pair one to one
+    with the items."""
     items = list(items)
     ids = [getattr(item, "call_id", None) for item in items]
     usable = [call_id_problem(call_id) is None for call_id in ids]
@@ -168,11 +157,8 @@ def not_a_call(obj: Any) -> ToolResult:
 
 
 def unknown_tool_error(name: Any, declared: Iterable[str]) -> ToolError:
-    """The refusal for a name no declared tool has, with the nearest declared names as a hint.
-
-    A name longer than ``MAX_NAME_CHARS`` is neither fuzzy-matched nor echoed whole; a name that is not
-    text is shown by its type only.
-    """
+    """The refusal for a name no declared tool has, the nearest declared names as a hint (a name
+    over ``MAX_NAME_CHARS`` is neither matched nor echoed whole)."""
     names = sorted(declared)
     shown = echo_text(name)
     if not isinstance(name, str):
@@ -188,14 +174,9 @@ def unknown_tool_error(name: Any, declared: Iterable[str]) -> ToolError:
 
 @dataclass
 class IdMap:
-    """Internal call ids and the vendor ids they answer to, in both directions.
-
-    ``internal(vendor, vendor_id)`` gives the toolkit's id for a vendor's id
-    (minting ``call_1``, ``call_2``, ... on first sight, the same answer every
-    time after). ``external(call_id, vendor)`` gives the id to write back: the
-    vendor's own id when the call came from that vendor, else the internal id,
-    which every vendor accepts.
-    """
+    """Internal call ids and the vendor ids they answer to: ``internal(vendor, vendor_id)`` mints
+    ``call_1``, ``call_2``, ... on first sight; ``external(call_id, vendor)`` is the vendor's own
+    id for its calls, else the internal id, which every vendor accepts."""
 
     prefix: str = "call"
     _ids: CallIds = field(init=False, repr=False)
@@ -248,8 +229,8 @@ def id_key(vendor_id: Any) -> Any:
 
 
 def request_problem(call: Any, contract: Any, declared: Iterable[str]) -> ToolError | None:
-    """Why ``call`` cannot even be tested (not a ``ToolCall``, an id that cannot pair its result, a tool no
-    contract declares), or ``None`` when its three tests may run."""
+    """Why ``call`` cannot even be tested (not a ``ToolCall``, an id that cannot pair its result, a
+    tool no contract declares), or ``None`` when its three tests may run."""
     if not isinstance(call, ToolCall):
         return not_a_call_error(call)
     bad_id = call_id_error(call.call_id)

@@ -1,18 +1,16 @@
 """Chapter 01: how the path ladder says no: ``PathRefused``, its kinds, their hints and failure classes.
 
-Every rung of ``toolkit.kernel.read_file`` refuses the same way: it raises
-``PathRefused(rung, kind, path, why, expected)``. The refusal carries, as
-fields a program can read, the rung that refused (``rung``, 1-3) and the kind
-of refusal (``kind``, a key of ``HINTS``); and, as the structured form a model
-is shown, a ``toolkit.kernel.ToolError`` with code ``path_refused``, pointer
-``$.path``, the message ``rung N (name) refused <path>: <why>`` and the hint
-that goes with the kind. Messages name paths only relative to the workspace:
-``shown`` never echoes an absolute path. The executor of ``make_read_file``
-raises the same refusal as a ``ReadRefused`` (``PathRefused.failure``), a ``ToolFailure`` that keeps its
-rung. The kernel reaches this module through ``PathRefused`` alone; ``PathRefused.of_text`` is rung 1's first
-question (is the path plain text at all?).
-The business layer's refusals live here too: ``no_readable_file`` (the path is
-fine, but no small regular file is there, with a hint to switch tools) and
+Every rung of ``toolkit.kernel.read_file`` refuses the same way: it raises ``PathRefused(rung,
+kind, path, why, expected)``. The refusal carries, as fields a program can read, the rung that
+refused (``rung``, 1-3) and the kind of refusal (``kind``, a key of ``HINTS``); and, as the
+structured form a model is shown, a ``toolkit.kernel.ToolError`` with code ``path_refused``,
+pointer ``$.path``, the message ``rung N (name) refused <path>: <why>`` and the hint that goes
+with the kind. Messages name paths only relative to the workspace: ``shown`` never echoes an
+absolute path. The executor of ``make_read_file`` raises the same refusal as a ``ReadRefused``
+(``PathRefused.failure``), a ``ToolFailure`` that keeps its rung. The kernel reaches this module
+through ``PathRefused`` alone; ``PathRefused.of_text`` is rung 1's first question (is the path
+plain text at all?). The business layer's refusals live here too: ``no_readable_file`` (the path
+is fine, but no small regular file is there, with a hint to switch tools) and
 ``allowed_extensions`` (a rule a read_file can be given).
 """
 from __future__ import annotations
@@ -64,13 +62,15 @@ class PathRefused(Exception):
     def __init__(self, rung: int, kind: str, path: object, why: str, expected: str):
         self.rung, self.kind, self.why = rung, kind, why
         message = f"rung {rung} ({RUNG_NAMES[rung]}) refused {shown(path)}: {why}"
-        self.error = ToolError("path_refused", "$.path", message, expected=expected, received=shown(path),
-                               hint=HINTS[kind][1], retryable=kind == "changed")
+        self.error = ToolError("path_refused", "$.path", message, expected=expected,
+                               received=shown(path), hint=HINTS[kind][1],
+                               retryable=kind == "changed")
         super().__init__(message)
 
     @classmethod
     def of_text(cls, path: object, expected: str) -> "PathRefused | None":
-        """Rung 1's first question: the refusal when ``path`` is not plain path text (``text_problem``)."""
+        """Rung 1's first question: the refusal when ``path`` is not plain path text
+        (``text_problem``)."""
         problem = text_problem(path)
         return cls(1, problem[0], path, problem[1], expected) if problem else None
 

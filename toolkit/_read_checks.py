@@ -1,6 +1,6 @@
 """Chapter 01: read_file's business layer and postcondition: an existing small regular file; evidence that matches.
 
-    file_conditions(ws) = (Pre:  the path names an existing regular file of at most ``ws.max_bytes`` bytes,
+    file_conditions(ws) = (Pre:  the path names an existing regular file of at most ws.max_bytes,
                            Post: the size and sha256 returned are those of the content returned)
 
 ``make_read_file`` (``toolkit.kernel.read_file``) puts both into its contract. The precondition is advice
@@ -18,7 +18,8 @@ from toolkit._paths import PathRefused, no_readable_file
 
 
 def file_conditions(workspace: Any) -> tuple[Condition, Condition]:
-    """(the precondition, the postcondition) of read_file in ``workspace`` (a ``toolkit.Workspace``)."""
+    """(the precondition, the postcondition) of read_file in ``workspace`` (a
+    ``toolkit.Workspace``)."""
     return _existing_file(workspace), _EVIDENCE_MATCHES
 
 

@@ -1,9 +1,10 @@
 """Chapters 01 and 07: what the host may show of a value: short, encodable echoes, and secrets redacted.
 
-Every message, log line and transcript that repeats something a model sent goes through here, each cut to
-its cap in ``toolkit._caps`` and ending in ``CUT_MARK``. A field is redacted when the contract marks it secret
-or its *name* looks secret (token, api_key, pin, ...); free text is scrubbed of every secret value the call
-carried, in each spelling, and of anything shaped like a credential. Mask first, cut second.
+Every message, log line and transcript that repeats something a model sent goes through here,
+each cut to its cap in ``toolkit._caps`` and ending in ``CUT_MARK``. A field is redacted when the
+contract marks it secret or its *name* looks secret (token, api_key, pin, ...); free text is
+scrubbed of every secret value the call carried, in each spelling, and of anything shaped like a
+credential. Mask first, cut second.
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from toolkit.kernel.call import ToolError
 
 
 def shorten(text: str, limit: int = MAX_ECHO_CHARS, keep_end: bool = False) -> str:
-    """``text`` cut to at most ``limit`` characters, ending in ``CUT_MARK`` (``keep_end``: starting in it)."""
+    """``text`` cut to at most ``limit`` characters, ending in ``CUT_MARK`` (``keep_end``: starting
+    in it)."""
     if len(text) <= limit:
         return text
     kept = limit - len(CUT_MARK)
@@ -28,8 +30,8 @@ def shorten(text: str, limit: int = MAX_ECHO_CHARS, keep_end: bool = False) -> s
 
 def call_line(name: Any, arguments: Any, call_id: Any = None, secret_fields: Iterable[str] = (),
               limit: int = MAX_CALL_LINE_CHARS) -> str:
-    """The one way a call is printed: ``read_file({"path": "a.txt"}) #call_1``; arguments as received,
-    masked before they are cut to ``limit``."""
+    """The one way a call is printed: ``read_file({"path": "a.txt"}) #call_1``; arguments as
+    received, masked before they are cut to ``limit``."""
     from toolkit._ids import shown_call_id, shown_name
 
     shown = redact_arguments(arguments, secret_fields)
@@ -42,7 +44,8 @@ def call_line(name: Any, arguments: Any, call_id: Any = None, secret_fields: Ite
 
 
 def pointer_for(path: tuple | list) -> str:
-    """A path of keys and indexes as a JSON path: ``("lines", 0, "qty")`` -> ``$.lines[0].qty`` (keys cut)."""
+    """A path of keys and indexes as a JSON path: ``("lines", 0, "qty")`` -> ``$.lines[0].qty``
+    (keys cut)."""
     out = "$"
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else f".{echo_text(part)}"
@@ -54,15 +57,16 @@ SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def echo_text(value: Any, limit: int = MAX_ECHO_CHARS) -> str:
-    """``value`` as short, encodable text: cut, lone surrogates U+FFFD; a non-``str`` shown by its type only."""
+    """``value`` as short, encodable text: cut, lone surrogates U+FFFD; a non-``str`` shown by its
+    type only."""
     if not isinstance(value, str):
         return f"<{type(value).__name__}>"
     return SURROGATE.sub("\ufffd", shorten(value, limit))
 
 
 def echo_value(value: Any, limit: int = MAX_ECHO_CHARS) -> Any:
-    """``value`` as an error's ``received`` may hold it: small JSON values as they are, anything else cut
-    or described; the result always passes ``json.dumps(..., allow_nan=False)``."""
+    """``value`` as an error's ``received`` may hold it: small JSON values as they are, anything
+    else cut or described; the result always passes ``json.dumps(..., allow_nan=False)``."""
     if value is None or isinstance(value, (bool, str)):
         return echo_text(value, limit) if isinstance(value, str) else value
     if isinstance(value, int):
@@ -103,7 +107,8 @@ def is_secret_name(name: str, secret_fields: Iterable[str] = ()) -> bool:
 
 
 def redact(value: Any, secret_fields: Iterable[str] = (), _depth: int = 0) -> Any:
-    """A copy of ``value`` with every secret field's value ``REDACTED`` (nested deeper than the cap: whole)."""
+    """A copy of ``value`` with every secret field's value ``REDACTED`` (nested deeper than the cap:
+    whole)."""
     fields = frozenset(secret_fields)
     if _depth > MAX_DEPTH:
         return "[too deep]"
@@ -117,8 +122,8 @@ def redact(value: Any, secret_fields: Iterable[str] = (), _depth: int = 0) -> An
 
 
 def summarize(arguments: Any, secret_fields: Iterable[str] = (), limit: int = MAX_SUMMARY_CHARS) -> str:
-    """A redacted one-line summary of arguments as received (records, audit rows); text that does not parse
-    as JSON is never copied, only its length kept."""
+    """A redacted one-line summary of arguments as received (records, audit rows); text that does
+    not parse as JSON is never copied, only its length kept."""
     from toolkit._schema import parse_arguments
 
     if isinstance(arguments, (str, bytes, bytearray)):
@@ -190,7 +195,8 @@ def spellings(secret: str) -> set[str]:
 
 
 def scrub(text: str, values: Iterable[str]) -> str:
-    """Mask every known secret value (each spelling) and credential shape; lone surrogates become U+FFFD."""
+    """Mask every known secret value (each spelling) and credential shape; lone surrogates become
+    U+FFFD."""
     if not isinstance(text, str):
         return text
     forms = {form for value in values for form in spellings(value)}
@@ -239,8 +245,8 @@ def scrubbed_errors(errors: tuple[ToolError, ...], arguments: Any, secret_fields
 
 
 def redact_arguments(arguments: Any, secret_fields: Iterable[str] = ()) -> Any:
-    """A copy of arguments *as received* that is safe to keep, same shape (JSON text stays text); the very
-    same object when nothing needed masking."""
+    """A copy of arguments *as received* that is safe to keep, same shape (JSON text stays text);
+    the very same object when nothing needed masking."""
     if isinstance(arguments, (bytes, bytearray)):
         try:
             arguments = bytes(arguments).decode("utf-8")
@@ -272,7 +278,8 @@ def _mask_field(match: re.Match) -> str:
 
 
 def log_copy(attempt: Any, secret_fields: Iterable[str]) -> Any:
-    """``attempt`` with its call's arguments and its verdict's parsed ones redacted (itself when nothing is)."""
+    """``attempt`` with its call's arguments and its verdict's parsed ones redacted (itself when
+    nothing is)."""
     raw, parsed = attempt.call.arguments, attempt.verdict.arguments
     arguments = redact_arguments(raw, secret_fields)
     safe_parsed = arguments if parsed is raw else None if parsed is None else redact_arguments(parsed, secret_fields)

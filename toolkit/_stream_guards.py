@@ -1,32 +1,11 @@
 """Chapter 08: what a stream may not do to the assembler: split or repeated ids and names, and the caps it meets.
 
-The kernel's ``Assembler`` (``toolkit.kernel.stream``) states the completion
-rule; everything a chunk can do wrong on the way in is here, reached through
-one function each: ``take`` (one chunk into its call's ``Buffer``),
-``parsed_call`` (a complete buffer, parsed strictly), ``answered_once`` and
-``preview_of``.
-
-Servers disagree on how a call's id and tool name travel. Most send each once,
-on the call's first delta; some repeat the whole value on every delta; some
-cut it into pieces like the arguments (``read_`` then ``file``). ``assemble_field`` is
-the one rule that reads all three the same way:
-
-* nothing (``None`` or ``""``) changes nothing;
-* the same value again is a repeat, never glued on (no ``read_fileread_file``);
-* a value that extends what arrived so far is the whole value so far;
-* anything else, before the call's first argument text, is the next piece and
-  is appended; after it, the value *changed* mid-stream and the call is refused.
-
-One ambiguity is left, and it is decided for the repeat: a piece equal to
-everything received so far (``ab`` then ``ab``) is read as a repeat.
-
-The caps come from ``toolkit._caps``, and each refusal names its cap:
-``MAX_OPEN_CALLS`` calls in one stream, ``MAX_NAME_CHARS`` and
-``MAX_CALL_ID_CHARS`` for a name or an id, and ``MAX_ERRORS_PER_CALL``
-problems for one call. Passing one of them breaks the stream (the reader stops
-reading, so a hostile body costs no more time than it takes to reach the cap);
-``capped_errors`` keeps a refusal's own list of errors within the last cap.
-"""
+The kernel's ``Assembler`` (``toolkit.kernel.stream``) states the completion rule; everything a
+chunk can do wrong on the way in is here, reached through one function each: ``take``,
+``parsed_call``, ``answered_once`` and ``preview_of``. Servers send a call's id and name once,
+repeated on every delta, or in pieces; ``assemble_field`` reads all three the same way (a piece
+equal to everything so far counts as a repeat). Each cap of ``toolkit._caps`` a stream passes
+breaks it, so a hostile body costs no more than reaching the cap."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -52,12 +31,10 @@ def stream_invalid(pointer: str, message: str, received: Any = None, hint: str =
 
 
 def assemble_field(current: Any, incoming: Any, started: bool) -> tuple[Any, str]:
-    """The field after one delta, and '' or why the delta is refused (``changed`` or ``not text``).
-
-    ``current`` is what arrived so far (None at first); ``started`` says
-    whether the call's argument text has begun. Integers (JSON-RPC ids) are
-    whole values: they repeat or change, never grow.
-    """
+    """The field after one delta, and '' or why the delta is refused (``changed`` or ``not text``):
+    nothing changes nothing, a repeat or an extension is the value so far, another piece is
+    appended until the arguments start (then it is a change). Integers (JSON-RPC ids) repeat or
+    change, never grow."""
     if incoming is None or incoming == "":
         return current, ""
     if isinstance(incoming, bool) or not isinstance(incoming, (str, int)):
@@ -142,11 +119,8 @@ class Buffer:
 
 def take(buffers: dict[int, Buffer], index: Any, call_id: Any, name: Any, arguments: Any,
          max_chars: int) -> ToolError | None:
-    """One chunk into its call's buffer; the error that breaks the stream, or None.
-
-    An index that is not a non-negative integer, more than ``MAX_OPEN_CALLS`` calls, an id or a name past
-    its cap, or one problem too many breaks the stream. Anything else wrong is kept for ``finish``.
-    """
+    """One chunk into its call's buffer; the error that breaks the stream (a bad index, a cap
+    passed), or None. Anything else wrong is kept for ``finish``."""
     buf = buffers.get(index) if type(index) is int else None
     if buf is None:
         if type(index) is not int or index < 0:
@@ -240,11 +214,8 @@ def _open_envelope(envelope: Any) -> tuple[str | None, Any, list[ToolError]]:
 
 
 def preview_of(buf: Buffer, call_id: str | None) -> Preview:
-    """Progress for one call: the text so far (secret-named values masked) and the keys seen so far.
-
-    Keys are found incrementally (only pieces not yet scanned are read); the text is one join, so ask for
-    a preview when the display redraws, not for every fragment of a huge argument.
-    """
+    """Progress for one call: the text so far (secret-named values masked) and the keys seen so far;
+    ask for it when the display redraws, not for every fragment."""
     if buf.scanner is None:
         buf.scanner = KeyScanner()
     for part in buf.parts[buf.seen:]:

@@ -3,12 +3,13 @@
     invoke(f, x, k, L) = (L, L[k])               if k in dom(L)
                          (L ∪ {k ↦ y}, y)         if k not in dom(L), y = f_k(x)
 
-``invoke`` is the rule over a dict; both ledgers run every call through it (``invoke_effect``), with
-what a real ledger adds: the same key with another tool or other arguments is a *conflict*, a key still in flight is *in
-progress*, an effect that did not happen frees its key, one whose outcome is unknown keeps its claim.
-``toolkit.effects.sqlite_ledger`` gives the same answers from a file. Nothing here raises on bad input.
-Hardening, one function each: ``check_call`` (``toolkit._json``), ``run_effect`` (``toolkit._outcomes``),
-``ledger_refusal`` (``toolkit._refusals``); the result a model is shown is ``toolkit._answers``'.
+``invoke`` is the rule over a dict; both ledgers run every call through it (``invoke_effect``),
+with what a real ledger adds: the same key with another tool or other arguments is a *conflict*,
+a key still in flight is *in progress*, an effect that did not happen frees its key, one whose
+outcome is unknown keeps its claim. ``toolkit.effects.sqlite_ledger`` gives the same answers from
+a file. Nothing here raises on bad input. Hardening, one function each: ``check_call``
+(``toolkit._json``), ``run_effect`` (``toolkit._outcomes``), ``ledger_refusal``
+(``toolkit._refusals``); the result a model is shown is ``toolkit._answers``'.
 """
 from __future__ import annotations
 
@@ -63,11 +64,13 @@ class Answer:
         return self.status in (LedgerStatus.RAN, LedgerStatus.REPLAYED, LedgerStatus.RECONCILED)
 
     def line(self) -> str:
-        """One printable line, e.g. ``invoice-431: replayed -> {"invoice_id": "INV-9"}``, or the refusal's error."""
+        """One printable line, e.g. ``invoice-431: replayed -> {"invoice_id": "INV-9"}``, or the
+        refusal's error."""
         if not self.ok:
             return f"{self.key}: {self.status.value} ({self.error.line() if self.error else ''})"
         shown = self.result.to_dict() if isinstance(self.result, ToolResult) else self.result
-        return f"{self.key}: {self.status.value} -> {json.dumps(shown, sort_keys=True, default=str)}"
+        text = json.dumps(shown, sort_keys=True, default=str)
+        return f"{self.key}: {self.status.value} -> {text}"
 
     def to_dict(self) -> dict[str, Any]:
         result = self.result.to_dict() if isinstance(self.result, ToolResult) else self.result
@@ -132,7 +135,7 @@ class MemoryLedger:
         if new:
             self._claims[k] = (tool, digest)                              # claimed before the effect runs
         self.entries, verdict, y, error = invoke_effect(effect, x, k, self.entries, secret_fields)
-        if verdict != "done":                                             # nothing to record (see _unrecorded)
+        if verdict != "done":                           # nothing to record (see _unrecorded)
             return self._unrecorded(k, key, verdict, y, error)
         return Answer(LedgerStatus.RAN if new else LedgerStatus.REPLAYED, key, y)
 
@@ -165,8 +168,9 @@ class MemoryLedger:
 
 def invoke_effect(effect: Callable[[Any], Any], x: Any, k: str, L: Mapping[str, Any],
                   secret_fields: Iterable[str] = ()) -> tuple[dict, str, Any, ToolError | None]:
-    """``invoke`` with a real effect: ``(L', verdict, y, error)``. Only a done effect is recorded in ``L'``;
-    one that did not happen (``release``) or whose outcome is unknown (``pending``) leaves ``L`` as it was."""
+    """``invoke`` with a real effect: ``(L', verdict, y, error)``. Only a done effect is recorded in
+    ``L'``; one that did not happen (``release``) or whose outcome is unknown (``pending``)
+    leaves ``L`` as it was."""
     try:
         L, y = invoke(lambda x: _recorded(effect, x, secret_fields), x, k, L)
     except _NotRecorded as outcome:

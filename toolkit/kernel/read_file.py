@@ -43,7 +43,7 @@ def check_lexical(root: Path, path: object) -> PurePosixPath:
     def refuse(kind: str, why: str) -> PathRefused:
         return PathRefused(1, kind, path, why, _INSIDE)
 
-    problem = PathRefused.of_text(path, _INSIDE)   # not a string, empty, NUL, backslash, control, too long
+    problem = PathRefused.of_text(path, _INSIDE)   # not a string, empty, NUL, backslash, control...
     if problem:
         raise problem
     candidate = PurePosixPath(path)
@@ -72,7 +72,8 @@ def check_realpath(root: Path, path: str) -> PurePosixPath:
         raise PathRefused(2, "unresolvable", path, "it cannot be resolved", _INSIDE) from None
     base = PurePosixPath(root)
     if not real.is_relative_to(base):      # components again: a link to /ws_evil is outside /ws
-        raise PathRefused(2, "outside", path, "it resolves to a place outside the workspace", _INSIDE)
+        raise PathRefused(2, "outside", path, "it resolves to a place outside the workspace",
+                          _INSIDE)
     return real.relative_to(base)
 
 
@@ -148,8 +149,9 @@ def make_read_file(workspace: Path | str | Workspace, *, max_bytes: int = MAX_FI
                    layers: Iterable[str] = tuple(READ_FILE_LAYERS)) -> Tool:
     """The read_file tool for one workspace: ``{"path", "resolved", "content", "lossless", "evidence"}``.
 
-    ``layers`` (switch names of ``READ_FILE_LAYERS``) are the layers the contract carries; cut them all and
-    a hostile path is still refused, by rung 3, as a ``toolkit._paths.ReadRefused``. A ``Workspace`` brings its ``max_bytes``.
+    ``layers`` (switch names of ``READ_FILE_LAYERS``) are the layers the contract carries; cut
+    them all and a hostile path is still refused, by rung 3, as a ``toolkit._paths.ReadRefused``.
+    A ``Workspace`` brings its ``max_bytes``.
     """
     layers = frozenset(layers)
     unknown = layers.difference(READ_FILE_LAYERS)
@@ -160,7 +162,8 @@ def make_read_file(workspace: Path | str | Workspace, *, max_bytes: int = MAX_FI
     business = ((exists,) if must_exist else ()) + tuple(preconditions)
     contract = replace(READ_FILE, schema=READ_FILE_SCHEMA if "schema" in layers else {"type": "object"},
                        guards=(path_guard(ws),) if "path" in layers else (),
-                       preconditions=business if "business" in layers else (), postconditions=(evidence_matches,))
+                       preconditions=business if "business" in layers else (),
+                       postconditions=(evidence_matches,))
 
     def run(arguments: dict, world: Any) -> dict[str, Any]:
         path = _path_of(arguments)
