@@ -1,29 +1,13 @@
 """Chapter 07: how the audit log proves it was not changed: the table's guards, the digest chain, the anchor.
 
-The rule: every row carries a digest of its own content and of the row before
-it, so an edit anywhere breaks the chain from there on. A chain inside the file
-proves nothing against someone who can rewrite the whole file, though: they
-can recompute every digest, drop rows from the end, or empty the table, and
-the file still agrees with itself. So the proof leans on something the file
-does not hold:
-
-* an **anchor**: the row count and the last digest, which the host keeps
-  (in memory, in another system, in a signed report) and verifies against;
-* optionally a **key**: digests become HMAC-SHA256 under a key that is
-  never written to the file, so without it no valid row can be made at all.
-
-What this does not stop, said plainly: an attacker who holds the key *and* can
-rewrite the host's copy of the anchor can write any history they like. And
-without an anchor or a key, a rewrite that recomputes every digest is a valid
-chain: the file alone cannot tell.
-
-``check_chain`` (what ``AuditLog.verify`` runs) and ``verify_audit_file`` (for
-a file nobody should open for writing) never raise: a damaged or foreign file
-is a ``Verification`` with ``ok=False`` and a reason. They check, in order:
-``PRAGMA integrity_check`` (a corrupted index can make a story lie), the
-chain itself (sequence numbers 1, 2, 3, ... with no gap), the anchor, and the
-table's definition with its append-only triggers.
-"""
+Every row carries a digest of its content and of the row before it, so an edit breaks the chain
+from there on. Whoever can rewrite the whole file can recompute every digest, so the proof leans
+on what the file does not hold: an **anchor** (row count and last digest, kept by the host) and
+optionally a **key** (digests become HMAC-SHA256 under a key never written to the file). Without
+either, a recomputed chain is valid; with the key *and* the host's anchor in hand, an attacker
+can write any history. ``check_chain`` and ``verify_audit_file`` never raise; they check ``PRAGMA
+integrity_check``, the chain (sequence 1, 2, 3, ... with no gap), the anchor, and the table with
+its append-only triggers."""
 from __future__ import annotations
 
 import hashlib

@@ -1,24 +1,12 @@
 """Chapter 05: a timeout is a missing answer, not a failure: the effect may or may not have happened.
 
-The rule this module enforces:
-
-* after a timeout the runtime does **not** retry blindly. It turns "unknown"
-  into "known" by the cheapest means available, in this order: retry with the
-  *original* idempotency key when the service honours keys; look the call up
-  in the service's record; ask a human. When none can tell, the call stays
-  ``awaiting_human``.
-* a retry with the original key (same tool, same arguments) is an *inquiry*
-  into whether the first call took effect. A retry without it, or with a new
-  key, is a *new proposal*: a second action in the world. While the first
-  call's outcome is unknown the runtime refuses to send a new proposal in its
-  place.
-
-``TimeoutRuntime`` talks to any service with ``honours_keys``,
-``create_issue(title, key)`` (raising ``RemoteTimeout`` when no answer came)
-and ``find(key)`` (raising ``RecordUnavailable`` when it keeps no record). The
-chapter's stand-in, and the illustration that plays each strategy against it,
-are scenery: ``course.worlds.issue_tracker``.
-"""
+After a timeout the runtime never retries blindly: it turns "unknown" into "known" the cheapest
+way there is (retry with the *original* key where the service honours keys, look the call up in
+the service's record, ask a human), else the call stays ``awaiting_human``. A retry with the
+original key is an *inquiry*; one without it is a *new proposal*, refused while the first call's
+outcome is unknown. ``TimeoutRuntime`` talks to any service with ``honours_keys``,
+``create_issue(title, key)`` (raising ``RemoteTimeout``) and ``find(key)`` (raising
+``RecordUnavailable``); the stand-in is ``course.worlds.issue_tracker``."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -37,7 +25,6 @@ class RecordUnavailable(Exception):
     """The service keeps no record a caller could look a call up in."""
 
 
-# --------------------------------------------------------------------------- retries
 
 class RetryKind(str, Enum):
     INQUIRY = "inquiry"            # same tool, arguments and key: did the first call take effect?
@@ -51,11 +38,8 @@ class RetryKind(str, Enum):
 
 
 def classify_retry(original: ToolCall, retry: ToolCall, contract: Any = None) -> RetryKind:
-    """A retry without the original key is a new proposal; with it, an inquiry.
-
-    Pass the tool's ``contract`` when the key travels inside the arguments
-    (``create_invoice``'s ``idempotency_key``), so it is read from there too.
-    """
+    """A retry without the original key is a new proposal; with it, an inquiry (``contract``: where
+    the key travels inside the arguments)."""
     first, again = carried_key(original, contract), carried_key(retry, contract)
     if not isinstance(first, str) or again != first:
         return RetryKind.NEW_PROPOSAL
@@ -82,13 +66,9 @@ def _timeout(call: ToolCall, reason: str, message: str) -> ToolResult:
 
 @dataclass
 class TimeoutRuntime:
-    """Sends ``create_issue`` calls and settles timeouts without blind retries.
-
-    ``tracker`` is the remote service (see the module docstring). ``human`` (optional) answers a question about
-    a call with ``"exists"``, ``"absent"``, or None (cannot say). ``log`` collects one line per step.
-    ``contract`` (optional) names the argument that carries the key; arguments may be a dict or JSON text, and
-    the title and the key are read from the parsed value (``toolkit._json.parsed_arguments``).
-    """
+    """Sends ``create_issue`` calls and settles timeouts without blind retries. ``human`` (optional)
+    answers ``"exists"``, ``"absent"`` or None; ``log`` collects one line per step; ``contract``
+    names the key field."""
 
     tracker: Any
     human: Callable[[ToolCall], str | None] | None = None
@@ -120,12 +100,9 @@ class TimeoutRuntime:
         return self._send(call)
 
     def retry(self, original: ToolCall, proposal: ToolCall) -> tuple[TimeoutDecision | None, ToolResult]:
-        """Handle a proposed retry of ``original``.
-
-        An inquiry (original key) settles the original. A conflict is refused.
-        A new proposal is refused while the original's outcome is unknown, and
-        sent as a separate action once it is known.
-        """
+        """Handle a proposed retry of ``original``: an inquiry settles it, a conflict is refused, a
+        new proposal is refused while the original's outcome is unknown and sent as a separate
+        action once it is known."""
         kind = classify_retry(original, proposal, self.contract)
         self.log.append(f"{proposal.call_id}: retry of {original.call_id} is {kind.phrase}")
         if kind is RetryKind.INQUIRY:
@@ -185,7 +162,6 @@ class TimeoutRuntime:
                                                  "outcome unknown and nothing can tell; a person must check")
 
 
-# --------------------------------------------------------------------------- compensation
 
 @dataclass(frozen=True)
 class Compensation:
