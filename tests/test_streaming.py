@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 import toolkit as tk
 from toolkit import _schema as schema
 from toolkit._ids import not_a_call
-from toolkit.wire import AnthropicStream, OpenAIStream, SKETCH_FRAMES, anthropic_stream, frames, openai_stream
+from toolkit.wire import AnthropicStream, OpenAIStream, anthropic_stream, openai_stream
+from course.worlds.stream_replay import SKETCH_FRAMES, frames
 from toolkit.kernel import Assembler
 from toolkit._preview import Preview
 from toolkit.wire import fixture

@@ -1,11 +1,7 @@
 """Chapter 05: a ledger's answer as a model sees it: the ``ToolResult`` for a call id.
 
-    answer_result(answer, call_id) = the tool's own result (re-addressed) | succeeded with the stored output
-                                     | the refusal's status and failure class (the table below)
-
-``Answer.to_result`` (``toolkit.kernel.ledger``) is this function; the ledger never needs it to
-decide what runs.
-"""
+``Answer.to_result`` (``toolkit.kernel.ledger``) is ``answer_result``: the tool's own result
+re-addressed, the stored output as succeeded, or the refusal's status and failure class."""
 from __future__ import annotations
 
 from dataclasses import replace

@@ -1,10 +1,7 @@
 """Chapter 02: a contract's argument schema read off a typed Python function (``Contract.from_function``).
 
-* every parameter is declared from its type hint (``str``, ``int``, ``float``, ``bool``, ``list[str]``,
-  ``Literal[...]``, ...); a parameter without a hint, ``*args``, ``**kwargs``, an object or a model is refused
-  when the contract is declared, never when a call arrives;
-* ``additionalProperties`` is false and every parameter is required unless it has a default.
-"""
+Every parameter needs a type hint; ``*args``, ``**kwargs``, objects and models are refused when the
+contract is declared. The schema is closed; a parameter without a default is required."""
 from __future__ import annotations
 
 import inspect

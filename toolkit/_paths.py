@@ -1,18 +1,11 @@
 """Chapter 01: how the path ladder says no: ``PathRefused``, its kinds, their hints and failure classes.
 
-Every rung of ``toolkit.kernel.read_file`` refuses the same way: it raises ``PathRefused(rung,
-kind, path, why, expected)``. The refusal carries, as fields a program can read, the rung that
-refused (``rung``, 1-3) and the kind of refusal (``kind``, a key of ``HINTS``); and, as the
-structured form a model is shown, a ``toolkit.kernel.ToolError`` with code ``path_refused``,
-pointer ``$.path``, the message ``rung N (name) refused <path>: <why>`` and the hint that goes
-with the kind. Messages name paths only relative to the workspace: ``shown`` never echoes an
-absolute path. The executor of ``make_read_file`` raises the same refusal as a ``ReadRefused``
-(``PathRefused.failure``), a ``ToolFailure`` that keeps its rung. The kernel reaches this module
-through ``PathRefused`` alone; ``PathRefused.of_text`` is rung 1's first question (is the path
-plain text at all?). The business layer's refusals live here too: ``no_readable_file`` (the path
-is fine, but no small regular file is there, with a hint to switch tools) and
-``allowed_extensions`` (a rule a read_file can be given).
-"""
+Every rung of ``toolkit.kernel.read_file`` raises ``PathRefused(rung, kind, path, why, expected)``:
+``rung`` and ``kind`` (a key of ``HINTS``) for a program, ``error`` (``path_refused`` at ``$.path``,
+with the kind's hint, never an absolute path) for a model. The kernel reaches this module through
+``PathRefused`` alone (``of_text`` is rung 1's first question, ``failure`` the executor's
+``ReadRefused``). The business layer's refusals live here too: ``no_readable_file`` and
+``allowed_extensions``."""
 from __future__ import annotations
 
 import os

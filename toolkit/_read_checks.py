@@ -1,12 +1,7 @@
 """Chapter 01: read_file's business layer and postcondition: an existing small regular file; evidence that matches.
 
-    file_conditions(ws) = (Pre:  the path names an existing regular file of at most ws.max_bytes,
-                           Post: the size and sha256 returned are those of the content returned)
-
-``make_read_file`` (``toolkit.kernel.read_file``) puts both into its contract. The precondition is advice
-from an ``lstat``: the file may change before rung 3 opens it, and rung 3 checks again. A path the path
-layer refuses is the path layer's to blame, so the precondition lets it pass.
-"""
+``file_conditions(ws)`` is both, for ``make_read_file``. The precondition is advice from an
+``lstat`` (rung 3 checks again); a path the path layer refuses is the path layer's to blame."""
 from __future__ import annotations
 
 import hashlib

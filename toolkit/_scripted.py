@@ -1,8 +1,7 @@
 """Chapter 03: a stand-in for a model: a policy that proposes from a script, then stops.
 
-Each entry is a ``ToolCall`` or a function ``state -> ToolCall | None`` (so a step can read what the last one
-observed); when the script runs out the policy returns None and ``toolkit.kernel.evaluate`` stops.
-"""
+Each entry is a ``ToolCall`` or a function ``state -> ToolCall | None``; then None, and
+``evaluate`` stops."""
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable

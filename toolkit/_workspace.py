@@ -1,18 +1,8 @@
 """Chapter 01: the workspace: a folder a file tool is confined to, with the path ladder bound to it.
 
-``Workspace(root)`` resolves its folder once and climbs the ladder of
-``toolkit.kernel.read_file`` against it: ``check`` runs rungs 1 and 2 (what a
-contract's path guard needs), ``read`` all three, and ``ladder`` / ``explain``
-report each rung's verdict separately, as the chapter prints them::
-
-    rung 1 lexical  pass        'src/settings.ts'
-    rung 2 realpath refused     it resolves to a place outside the workspace
-    rung 3 open     not reached
-
-``locate`` runs rungs 1 and 2 against a folder given as any path (the file tools of
-``toolkit.files`` use it). Nothing a workspace prints shows a machine path: its ``repr``
-names the folder only.
-"""
+``Workspace(root)`` resolves its folder once: ``check`` runs rungs 1 and 2, ``read`` all three,
+``ladder`` / ``explain`` report each rung's verdict. ``locate`` runs rungs 1 and 2 against any
+folder (the file tools use it). Nothing a workspace prints shows a machine path."""
 from __future__ import annotations
 
 import os
@@ -39,12 +29,8 @@ class RungStep:
 
 @dataclass(frozen=True)
 class Workspace:
-    """A folder a file tool is confined to, and the three rungs bound to it.
-
-    ``root`` is resolved once, when the workspace is made; ``max_bytes`` is the
-    read cap. ``read`` runs all three rungs; ``check`` runs rungs 1 and 2 (what
-    a contract's path guard needs); ``ladder`` reports each rung separately.
-    """
+    """A folder a file tool is confined to (``root`` resolved once, ``max_bytes`` the read cap), and
+    the three rungs bound to it."""
 
     root: Path
     max_bytes: int = MAX_FILE_BYTES
@@ -67,10 +53,8 @@ class Workspace:
         return ladder.read_confined(self.root, path, self.max_bytes)
 
     def entry(self, path: object) -> os.stat_result | None:
-        """``lstat`` of what a confined path names (rungs 1-2 first), or None if nothing is there.
-
-        Advice only, for preconditions: the file may change before rung 3 opens it.
-        """
+        """``lstat`` of what a confined path names (rungs 1-2 first), or None: advice only, for
+        preconditions."""
         relative = self.check(path)
         try:
             return os.lstat(self.root / relative)

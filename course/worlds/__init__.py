@@ -62,7 +62,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "sidebyside": ("course_server_command", "guarded_tickets", "naive_server_command", "naive_vs_contract",
                    "plant_secret", "SECRET", "tickets_server_command"),
     "step_recorder": ("StepRecorder",),
-    "stream_replay": ("describe_chunk", "Moment", "replay", "split_events"),
+    "stream_replay": ("describe_chunk", "frames", "Moment", "replay", "SKETCH_FRAMES", "split_events"),
     "tool_choice": ("declaration_words", "pick_tool", "ToolPick"),
     "waits": ("arrival_times", "jitter_waits", "peak_load", "plan", "plan_rows", "walk"),
 })

@@ -1,7 +1,7 @@
-"""The contract core (chapters 01-04): calls, contracts, errors, results, schema, legality, host, loop, scoring.
+"""What the chapters advise (chapters 02-06): the usual causes of refusals, the safeguards a task
+needs.
 
-Each name below is defined in the module it is listed under; that module loads on first use.
-"""
+Each name below is defined in the module it is listed under; that module loads on first use."""
 from toolkit._exports import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {

@@ -1,11 +1,7 @@
 """Chapter 02: why a refusal goes back to the model: each common error's usual cause, and what the model can do.
 
-A refusal the model never sees teaches it nothing: it is left guessing at an
-empty result. Each error code below comes with the reason it usually happens
-and the move it opens to the model on its next turn, so a structured error is
-a lesson and not a dead end. ``cause_of`` looks an error up; codes without a
-row get the general answer (read the error, change the call or give up).
-"""
+A refusal the model never sees teaches it nothing. ``cause_of`` looks an error code up; codes
+without a row get the general answer."""
 from __future__ import annotations
 
 from dataclasses import dataclass

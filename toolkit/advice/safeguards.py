@@ -1,19 +1,9 @@
 """Chapter 04: how thick the safeguards must be: it follows the size of the side effect.
 
-A read-only, reversible, retry-safe call may take the *lean path*: validate,
-run, return. A call that writes outside, sends, or charges needs the full
-small-transaction treatment. The four task properties that decide it are the
-chapter's: reversibility, side-effect risk, retry semantics, and whether the
-tool returns evidence the agent can check itself.
-
-An idempotency key protects only where the receiving service honours it (a
-contract says so with ``retry=Retry.SAFE_WITH_KEY``). A message service that
-does not drop repeats delivers a retried message twice, key or no key: for an
-``UNSAFE`` effect the safeguard is the execution record (look before any
-repeat). A person is added for an effect that cannot be undone when its result
-cannot be checked or its contract asks for approval; a key never catches a
-wrong amount, only approval does.
-"""
+A read-only, reversible, retry-safe call may take the *lean path* (validate, run, return); one
+that writes, sends or charges needs the full small-transaction treatment. A key protects only
+where the service honours it (``SAFE_WITH_KEY``); for an ``UNSAFE`` effect the safeguard is the
+execution record, and an effect that cannot be undone or checked gets a person."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,22 +38,16 @@ class TaskProperties:
 
     @classmethod
     def of(cls, contract: Contract) -> "TaskProperties":
-        """Read the four properties off a contract.
-
-        A tool has a side effect when it writes a resource, cannot be undone, or is
-        not plainly safe to repeat: any one of these means a repeat changes the world.
-        """
+        """Read the four properties off a contract: a write, an irreversible effect, or an unsafe
+        retry means a side effect."""
         side_effect = bool(contract.writes) or not contract.reversible or contract.retry is not Retry.SAFE
         return cls(reversible=contract.reversible, side_effect=side_effect,
                    retry=contract.retry, self_checkable=bool(contract.postconditions or contract.evidence))
 
 
 def required_safeguards(contract: Contract) -> tuple[str, ...]:
-    """The safeguards a contract's task properties call for; every call gets a call id.
-
-    A key is listed only when the contract says the service honours it (``SAFE_WITH_KEY``); an unsafe
-    effect gets the execution record instead (look before any repeat).
-    """
+    """The safeguards a contract's task properties call for; every call gets a call id, a key only
+    where the service honours it, an unsafe effect the execution record."""
     p = TaskProperties.of(contract)
     needed = ["call id"]
     if p.side_effect:

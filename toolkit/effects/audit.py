@@ -18,10 +18,10 @@ from typing import Any, Callable
 
 from toolkit.kernel import LAYER_OF
 from toolkit._show import scrub, secret_values
-from toolkit.effects import (AUDIT_COLUMNS, AUDIT_SCHEMA, GENESIS, Anchor, Verification, chain_digest, chain_key,
-                             check_chain, schema_problems)
-from toolkit.effects import connect, transaction
-from toolkit.effects import ExecutionRecord, RecordState, Tick, Transition, open_record
+from toolkit.effects import (AUDIT_COLUMNS, AUDIT_SCHEMA, GENESIS, Anchor, Verification,
+                             chain_digest, chain_key, check_chain, schema_problems, connect,
+                             transaction, ExecutionRecord, RecordState, Tick, Transition,
+                             open_record)
 
 @dataclass(frozen=True)
 class Story:

@@ -19,10 +19,8 @@ from typing import Any, Callable, Iterable
 from toolkit.kernel import Answer, invoke_effect, LedgerStatus, Status, ToolFailure, ToolResult
 from toolkit._json import check_call
 from toolkit._show import scrub, secret_values
-from toolkit.effects import connect, transaction
-from toolkit.effects import LIVE, claim_owner, existing_answer, lease_length, lease_state, settle_row
-from toolkit.effects import storage_failure
-from toolkit.effects import decode_result, encode_result
+from toolkit.effects import (connect, transaction, LIVE, claim_owner, existing_answer, lease_length,
+                             lease_state, settle_row, storage_failure, decode_result, encode_result)
 
 LEDGER_SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledger (

@@ -1,10 +1,4 @@
-"""Chapter 05: stored results: a ledger keeps each key's result as JSON text, and gives it back unchanged.
-
-``encode_result`` writes a result the way a ledger row stores it (a
-``ToolResult`` keeps every field, status and failure class included);
-``decode_result`` is its inverse, so a replay hands back exactly what the
-first run returned.
-"""
+"""Chapter 05: stored results: a ledger keeps each key's result as JSON text, and gives it back unchanged."""
 from __future__ import annotations
 
 import json

@@ -13,8 +13,8 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from toolkit.kernel import Condition, Contract, FailureClass, Retry, Status, Tool, ToolError, ToolFailure
-from toolkit.kernel import open_confined, write_confined
+from toolkit.kernel import (Condition, Contract, FailureClass, Retry, Status, Tool, ToolError,
+                            ToolFailure, open_confined, write_confined)
 from toolkit._workspace import locate
 from toolkit.files import check_claim, introduced_claims
 from toolkit._caps import MAX_FILE_BYTES

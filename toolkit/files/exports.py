@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit.kernel import Condition, Contract, Retry, Tool, ToolError
-from toolkit.kernel import open_confined
+from toolkit.kernel import Condition, Contract, Retry, Tool, ToolError, open_confined
 from toolkit._workspace import locate
 from toolkit._caps import MAX_FILE_BYTES
 from toolkit._paths import PathRefused

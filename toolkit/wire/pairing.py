@@ -9,13 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping, Sequence
 
-from toolkit.kernel import ToolCall
-from toolkit.kernel import ToolError
-from toolkit.kernel import ToolResult
+from toolkit.kernel import ToolCall, ToolError, ToolResult, FailureClass, Status
 from toolkit.wire import VENDORS
 from toolkit._caps import MAX_NAME_CHARS
 from toolkit._show import shorten
-from toolkit.kernel import FailureClass, Status
 
 
 def pairing_problems(asked: Sequence[Any], answered: Iterable[Any], where: str = "$.call_id") -> list[ToolError]:

@@ -14,10 +14,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from toolkit.kernel import ToolCall
-from toolkit.kernel import ToolError
-from toolkit.kernel import NEXT_STEP, FailureClass, Status, ToolResult
-from toolkit.kernel import Contracts, Plan, schedule
+from toolkit.kernel import (ToolCall, ToolError, NEXT_STEP, FailureClass, Status, ToolResult,
+                            Contracts, Plan, schedule)
 from toolkit.wire.pairing import round_failure, round_pointer, verify
 
 #: Something that runs one call and returns its result, e.g. ``host.execute``.

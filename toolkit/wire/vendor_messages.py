@@ -10,16 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping
 
-from toolkit.kernel import ToolCall
-from toolkit.kernel import ToolError
-from toolkit.kernel import ToolResult
+from toolkit.kernel import ToolCall, ToolError, ToolResult, Refusal, is_cut
 from toolkit._schema import parse_arguments
-from toolkit._ids import duplicate_call_id_error, id_key
+from toolkit._ids import duplicate_call_id_error, id_key, IdMap
 from toolkit._json import parsed_arguments
 from toolkit._show import echo_value
-from toolkit.kernel import Refusal, is_cut
 from toolkit.wire import id_problem
-from toolkit._ids import IdMap
 
 
 def _calls_from(vendor: str, id_field: str, entries: list[tuple[Any, str | None, Any, list[ToolError]]],

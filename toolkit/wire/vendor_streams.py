@@ -12,16 +12,13 @@ from typing import Any, Iterator
 
 from toolkit import _schema as schema
 from toolkit._caps import MAX_OPEN_CALLS
-from toolkit.kernel import ToolCall
-from toolkit.kernel import ToolError
+from toolkit.kernel import ToolCall, ToolError, Refusal
 from toolkit.kernel.stream import Assembler
-from toolkit.kernel import Refusal
 from toolkit._ids import IdMap
 from toolkit._preview import Preview
 from toolkit.wire import SSEDecoder, SSEEvent, StreamBroken
-from toolkit._stream_guards import stream_incomplete, stream_invalid
+from toolkit._stream_guards import stream_incomplete, stream_invalid, over_cap
 from toolkit._show import echo_text, echo_value
-from toolkit._stream_guards import over_cap
 
 
 def _chunks(body: Any) -> Iterator[Any]:
