@@ -5,7 +5,8 @@ lost after it created the issue. ``create_issue_illustration`` plays each
 strategy after such a timeout (retry blindly, the idempotency key, a record
 lookup, a person, nothing, a new key) through
 ``toolkit.effects.timeouts.TimeoutRuntime`` and counts the issues that exist
-afterwards. One is the right answer.
+afterwards. One is the right answer. ``COMPENSATION`` is the chapter's table of effects that can or cannot
+be undone after the fact, and what must hold before the first attempt.
 """
 from __future__ import annotations
 
@@ -114,3 +115,31 @@ def create_issue_illustration() -> list[dict[str, Any]]:
 
 
 __all__ = ["IssueTracker", "create_issue_illustration"]
+
+
+@dataclass(frozen=True)
+class Compensation:
+    """Can an effect be undone after the fact, and what must hold before the first attempt?"""
+
+    effect: str
+    compensable: bool
+    undo: str
+    before_acting: str
+
+
+COMPENSATION: tuple[Compensation, ...] = (
+    Compensation("create an issue", True, "close the duplicate; the history still shows both",
+                 "an idempotency key or a record lookup"),
+    Compensation("send a notification", False, "a read message cannot be unread; a correction is a second message",
+                 "a key the sender honours; approval for wide sends"),
+    Compensation("make a payment", False, "a refund is a new transaction; the charge stays on the statement",
+                 "a key the payment service honours"),
+    Compensation("delete data", False, "gone unless a copy exists; a restore is a new write, not an undo",
+                 "human approval; a soft delete first"),
+)
+
+
+def compensation_table() -> list[dict[str, Any]]:
+    """The effects above as plain rows, ready to print."""
+    return [{"effect": c.effect, "compensable": c.compensable, "undo": c.undo, "before acting": c.before_acting}
+            for c in COMPENSATION]

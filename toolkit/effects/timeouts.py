@@ -160,32 +160,3 @@ class TimeoutRuntime:
         self.log.append(f"{call.call_id}: cannot tell; awaiting a person")
         return TimeoutDecision.AWAITING_HUMAN, _timeout(call, "awaiting_human",
                                                  "outcome unknown and nothing can tell; a person must check")
-
-
-
-@dataclass(frozen=True)
-class Compensation:
-    """Can an effect be undone after the fact, and what must hold before the first attempt?"""
-
-    effect: str
-    compensable: bool
-    undo: str
-    before_acting: str
-
-
-COMPENSATION: tuple[Compensation, ...] = (
-    Compensation("create an issue", True, "close the duplicate; the history still shows both",
-                 "an idempotency key or a record lookup"),
-    Compensation("send a notification", False, "a read message cannot be unread; a correction is a second message",
-                 "a key the sender honours; approval for wide sends"),
-    Compensation("make a payment", False, "a refund is a new transaction; the charge stays on the statement",
-                 "a key the payment service honours"),
-    Compensation("delete data", False, "gone unless a copy exists; a restore is a new write, not an undo",
-                 "human approval; a soft delete first"),
-)
-
-
-def compensation_table() -> list[dict[str, Any]]:
-    """The effects above as plain rows, ready to print."""
-    return [{"effect": c.effect, "compensable": c.compensable, "undo": c.undo, "before acting": c.before_acting}
-            for c in COMPENSATION]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import codecs
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from toolkit._caps import MAX_EVENT_BYTES
 from toolkit.kernel import ToolError
