@@ -3,8 +3,9 @@ import pytest
 
 from toolkit.kernel import ToolCall
 from toolkit.kernel import FailureClass, Status
-from toolkit.effects import TimeoutDecision, RetryKind, TimeoutRuntime, classify_retry
-from course.worlds import COMPENSATION, IssueTracker, compensation_table, create_issue_illustration
+from toolkit.effects import RetryKind, classify_retry
+from course.worlds import (COMPENSATION, IssueTracker, TimeoutDecision, TimeoutRuntime, compensation_table,
+                           create_issue_illustration)
 
 KEY = "issue:login-button:v1"
 

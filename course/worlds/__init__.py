@@ -55,7 +55,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
                         "round_of_six", "waves_with"),
     "invoice_log": ("BILLING_AGENT", "BlindRetry", "drift", "log_books", "MALFORMED", "simulate_log", "Simulation"),
     "issue_tracker": ("COMPENSATION", "Compensation", "compensation_table", "create_issue_illustration",
-                      "IssueTracker"),
+                      "IssueTracker", "RecordUnavailable", "RemoteTimeout", "TimeoutDecision", "TimeoutRuntime"),
     "ledger_race": ("race",),
     "ledger_scene": ("deliver", "LostAnswer", "new_books", "ORDER_432", "retry_variants"),
     "round_scene": ("FileRound", "ROUND_FILES", "SlowDisk", "write_file_contract"),

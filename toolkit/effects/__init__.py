@@ -14,5 +14,5 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "retries": ("run_with_retries", "Try"),
     "sqlite_ledger": ("SqliteLedger",),
     "stored_results": ("decode_result", "encode_result"),
-    "timeouts": ("classify_retry", "RecordUnavailable", "RemoteTimeout", "RetryKind", "TimeoutDecision", "TimeoutRuntime"),
+    "timeouts": ("classify_retry", "RetryKind"),
 })
