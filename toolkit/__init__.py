@@ -6,7 +6,6 @@ call id.
 
     kernel/   chapters 01-08  the rules, one per file, formula first (``toolkit/READING.md``)
     _*.py     the hardening the kernel calls: caps, echoes, JSON, schemas, ids, paths, streams
-    advice/   chapters 02-06  the usual causes of refusals, the safeguards a task needs
     effects/  chapters 05-07  the durable ledger, timeouts, records, audit, metrics
     wire/     chapters 01, 08 SSE framing, vendor formats and streams, pairing, running a round
     files/    chapters 01, 03 edit_file, exports, the open witness, import claims

@@ -42,8 +42,7 @@ def mint_call_id(ids: CallIds | None = None) -> str:
 
 
 def call_id_problem(call_id: Any) -> str | None:
-    """Why ``call_id`` cannot pair a result with its request (non-empty UTF-8 text of at most
-    ``MAX_CALL_ID_CHARS``), or ``None`` when it can."""
+    """Why ``call_id`` cannot pair a result with its request, or ``None`` when it can."""
     if not isinstance(call_id, str):
         return f"a call id must be text, not {type(call_id).__name__ if call_id is not None else 'null'}"
     if not call_id:
@@ -157,8 +156,7 @@ def not_a_call(obj: Any) -> ToolResult:
 
 
 def unknown_tool_error(name: Any, declared: Iterable[str]) -> ToolError:
-    """The refusal for a name no declared tool has, the nearest declared names as a hint (a name
-    over ``MAX_NAME_CHARS`` is neither matched nor echoed whole)."""
+    """The refusal for an undeclared tool name, the nearest declared names as a hint."""
     names = sorted(declared)
     shown = echo_text(name)
     if not isinstance(name, str):
@@ -229,8 +227,7 @@ def id_key(vendor_id: Any) -> Any:
 
 
 def request_problem(call: Any, contract: Any, declared: Iterable[str]) -> ToolError | None:
-    """Why ``call`` cannot even be tested (not a ``ToolCall``, an id that cannot pair its result, a
-    tool no contract declares), or ``None`` when its three tests may run."""
+    """Why ``call`` cannot even be tested (not a call, an unusable id, undeclared), or ``None``."""
     if not isinstance(call, ToolCall):
         return not_a_call_error(call)
     bad_id = call_id_error(call.call_id)

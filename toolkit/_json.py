@@ -22,8 +22,7 @@ from toolkit._show import pointer_for
 
 
 def parsed_arguments(arguments: Any) -> Any:
-    """The JSON value a call's arguments name: a dict as given, JSON text of an object parsed
-    (anything else comes back unchanged)."""
+    """The JSON value the arguments name: a dict as given, JSON text of an object parsed."""
     if isinstance(arguments, (str, bytes, bytearray)):
         parsed, errors = parse_arguments(arguments)
         return arguments if errors else parsed
@@ -31,8 +30,7 @@ def parsed_arguments(arguments: Any) -> Any:
 
 
 def carried_key(call: Any, contract: Any = None, arguments: Any = None) -> str | ToolError | None:
-    """The key ``call`` carries, ``None``, or a ``ToolError`` when its two keys disagree
-    (``arguments``: already parsed, optional)."""
+    """The key ``call`` carries, ``None``, or a ``ToolError`` when its two keys disagree."""
     field = getattr(contract, "idempotency_field", "") or ""
     if arguments is None:
         arguments = parsed_arguments(getattr(call, "arguments", None))
@@ -46,8 +44,7 @@ def carried_key(call: Any, contract: Any = None, arguments: Any = None) -> str |
 
 
 def check_call(key: Any, arguments: Any, tool: Any, principal: Any) -> tuple[ToolError | None, Any, str]:
-    """Every ledger call's input, checked in one pass: ``(error or None, parsed arguments,
-    fingerprint)``."""
+    """Every ledger call's input in one pass: ``(error or None, parsed arguments, fingerprint)``."""
     for name, value in (("tool", tool), ("principal", principal)):
         if not isinstance(value, str):
             return ToolError("wrong_type", f"$.{name}", f"{name} must be a string", expected="string",
@@ -66,8 +63,7 @@ def fingerprint(arguments: Any) -> str:
 
 
 def canonical_json(arguments: Any) -> str:
-    """One text per JSON value: sorted keys, no spaces, ``100.0`` as ``100``; ``ValueError`` for
-    non-JSON."""
+    """One text per JSON value: sorted keys, no spaces, ``100.0`` as ``100``."""
     try:
         value = _canonical(arguments)
     except _NotJson as exc:
@@ -109,8 +105,7 @@ def check_arguments(arguments: Any) -> ToolError | None:
 
 
 def same_arguments(a: Any, b: Any) -> bool:
-    """True when two calls' arguments are the same JSON value (dict or JSON text), else equal as
-    given."""
+    """True when two calls' arguments are the same JSON value (dict or JSON text)."""
     pa, pb = parsed_arguments(a), parsed_arguments(b)
     (error_a, digest_a), (error_b, digest_b) = checked_fingerprint(pa), checked_fingerprint(pb)
     return pa == pb if error_a or error_b else digest_a == digest_b
@@ -124,8 +119,7 @@ class _NotJson(Exception):
 
 
 def _canonical(value: Any, path: tuple = ()) -> Any:
-    """Equal JSON values get equal Python values (integral floats ints, tuples lists), nesting
-    capped."""
+    """Equal JSON values get equal Python values (integral floats ints, tuples lists)."""
     if len(path) > MAX_DEPTH:
         raise _NotJson(path, "deeper nesting", f"nests deeper than {MAX_DEPTH} levels")
     if value is None or isinstance(value, (bool, str, int)):

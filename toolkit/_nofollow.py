@@ -175,8 +175,7 @@ def _read_at_most(fd: int, limit: int) -> bytes:
 
 
 def write_nofollow(dir_fd: int, name: str, data: bytes, refuse: Refuse) -> None:
-    """Replace ``name`` inside the open folder ``dir_fd`` with ``data`` (temporary file, ``fsync``,
-    rename); a link is refused, an existing file's permission bits are kept."""
+    """Replace ``name`` in the folder ``dir_fd`` with ``data``: a temporary file, fsync, rename."""
     before = stat_entry(name, dir_fd)
     if before is not None and stat.S_ISLNK(before.st_mode):
         raise refuse("symlink", "it is a symbolic link")

@@ -62,8 +62,7 @@ class PathRefused(Exception):
 
     @classmethod
     def of_text(cls, path: object, expected: str) -> "PathRefused | None":
-        """Rung 1's first question: the refusal when ``path`` is not plain path text
-        (``text_problem``)."""
+        """Rung 1's first question: the refusal when ``path`` is not plain path text, or None."""
         problem = text_problem(path)
         return cls(1, problem[0], path, problem[1], expected) if problem else None
 

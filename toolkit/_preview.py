@@ -45,8 +45,7 @@ class Preview:
 
 
 class KeyScanner:
-    """Finds the keys in partial JSON text incrementally and masks secrets: ``keys`` in order, each
-    once; ``text()`` with every secret-named value replaced by ``MASK``."""
+    """Finds the keys in partial JSON incrementally (``keys``) and masks secrets (``text()``)."""
 
     _OUTSIDE = re.compile(r'[{}\[\]",:]')
     _INSIDE = re.compile(r'["\\]')
@@ -73,9 +72,8 @@ class KeyScanner:
         self._flooded = False              # too many secret values to mask cheaply: show no more text
 
     def text(self) -> str:
-        """The text so far, secret values and credential shapes masked; text is settled (masked
-        once) up to the last character that cannot belong to a credential still arriving (at most
-        ``_UNSETTLED`` wait)."""
+        """The text so far, secrets and credential shapes masked, settled once up to what cannot
+        still be a credential arriving (at most ``_UNSETTLED`` characters wait)."""
         if self._flooded:
             self._shown = []
             return self._clean + STOPPED

@@ -13,8 +13,7 @@ from toolkit._paths import PathRefused, no_readable_file
 
 
 def file_conditions(workspace: Any) -> tuple[Condition, Condition]:
-    """(the precondition, the postcondition) of read_file in ``workspace`` (a
-    ``toolkit.Workspace``)."""
+    """(the precondition, the postcondition) of read_file in ``workspace``."""
     return _existing_file(workspace), _EVIDENCE_MATCHES
 
 

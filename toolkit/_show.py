@@ -20,8 +20,7 @@ from toolkit.kernel.call import ToolError
 
 
 def shorten(text: str, limit: int = MAX_ECHO_CHARS, keep_end: bool = False) -> str:
-    """``text`` cut to at most ``limit`` characters, ending in ``CUT_MARK`` (``keep_end``: starting
-    in it)."""
+    """``text`` cut to ``limit`` characters, ending (``keep_end``: starting) in ``CUT_MARK``."""
     if len(text) <= limit:
         return text
     kept = limit - len(CUT_MARK)
@@ -44,8 +43,7 @@ def call_line(name: Any, arguments: Any, call_id: Any = None, secret_fields: Ite
 
 
 def pointer_for(path: tuple | list) -> str:
-    """A path of keys and indexes as a JSON path: ``("lines", 0, "qty")`` -> ``$.lines[0].qty``
-    (keys cut)."""
+    """A path of keys and indexes as a JSON path: ``$.lines[0].qty`` (keys cut)."""
     out = "$"
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else f".{echo_text(part)}"
@@ -57,8 +55,7 @@ SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def echo_text(value: Any, limit: int = MAX_ECHO_CHARS) -> str:
-    """``value`` as short, encodable text: cut, lone surrogates U+FFFD; a non-``str`` shown by its
-    type only."""
+    """``value`` as short, encodable text (a non-``str`` shown by its type only)."""
     if not isinstance(value, str):
         return f"<{type(value).__name__}>"
     return SURROGATE.sub("\ufffd", shorten(value, limit))
@@ -107,8 +104,7 @@ def is_secret_name(name: str, secret_fields: Iterable[str] = ()) -> bool:
 
 
 def redact(value: Any, secret_fields: Iterable[str] = (), _depth: int = 0) -> Any:
-    """A copy of ``value`` with every secret field's value ``REDACTED`` (nested deeper than the cap:
-    whole)."""
+    """A copy of ``value`` with every secret field's value ``REDACTED``."""
     fields = frozenset(secret_fields)
     if _depth > MAX_DEPTH:
         return "[too deep]"
@@ -154,29 +150,19 @@ def secret_values(arguments: Any, secret_fields: Iterable[str] = ()) -> set[str]
     fields = frozenset(secret_fields)
     found: set[str] = set()
 
-    def everything(value: Any, depth: int) -> None:
-        if depth > MAX_DEPTH:
-            return
-        if isinstance(value, Mapping):
-            for v in value.values():
-                everything(v, depth + 1)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                everything(v, depth + 1)
-        elif value is not None and not isinstance(value, bool):
-            found.add(value if isinstance(value, str) else _text_of(value))
-
-    def walk(value: Any, depth: int) -> None:
+    def walk(value: Any, depth: int, secret: bool) -> None:   # secret: under a secret-named field
         if depth > MAX_DEPTH:
             return
         if isinstance(value, Mapping):
             for k, v in value.items():
-                (everything if isinstance(k, str) and is_secret_name(k, fields) else walk)(v, depth + 1)
+                walk(v, depth + 1, secret or (isinstance(k, str) and is_secret_name(k, fields)))
         elif isinstance(value, (list, tuple)):
             for v in value:
-                walk(v, depth + 1)
+                walk(v, depth + 1, secret)
+        elif secret and value is not None and not isinstance(value, bool):
+            found.add(value if isinstance(value, str) else _text_of(value))
 
-    walk(arguments, 0)
+    walk(arguments, 0, False)
     return {s for s in found if len(s) >= 4}
 
 
@@ -195,8 +181,7 @@ def spellings(secret: str) -> set[str]:
 
 
 def scrub(text: str, values: Iterable[str]) -> str:
-    """Mask every known secret value (each spelling) and credential shape; lone surrogates become
-    U+FFFD."""
+    """Mask every known secret value (each spelling) and credential shape."""
     if not isinstance(text, str):
         return text
     forms = {form for value in values for form in spellings(value)}
@@ -278,8 +263,7 @@ def _mask_field(match: re.Match) -> str:
 
 
 def log_copy(attempt: Any, secret_fields: Iterable[str]) -> Any:
-    """``attempt`` with its call's arguments and its verdict's parsed ones redacted (itself when
-    nothing is)."""
+    """``attempt`` with its call's and its verdict's arguments redacted (itself when nothing is)."""
     raw, parsed = attempt.call.arguments, attempt.verdict.arguments
     arguments = redact_arguments(raw, secret_fields)
     safe_parsed = arguments if parsed is raw else None if parsed is None else redact_arguments(parsed, secret_fields)

@@ -29,8 +29,7 @@ class RungStep:
 
 @dataclass(frozen=True)
 class Workspace:
-    """A folder a file tool is confined to (``root`` resolved once, ``max_bytes`` the read cap), and
-    the three rungs bound to it."""
+    """A folder a file tool is confined to (``root`` resolved once), the three rungs bound to it."""
 
     root: Path
     max_bytes: int = MAX_FILE_BYTES
@@ -53,8 +52,7 @@ class Workspace:
         return ladder.read_confined(self.root, path, self.max_bytes)
 
     def entry(self, path: object) -> os.stat_result | None:
-        """``lstat`` of what a confined path names (rungs 1-2 first), or None: advice only, for
-        preconditions."""
+        """``lstat`` of what a confined path names, or None: advice only, for preconditions."""
         relative = self.check(path)
         try:
             return os.lstat(self.root / relative)

@@ -9,6 +9,8 @@ Each name below is defined in the module it is listed under; that module loads o
 from toolkit._exports import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "advice": ("Cause", "cause_of", "CAUSES", "GENERAL", "lean_path", "required_safeguards", "SAFEGUARDS",
+               "TaskProperties", "WHEN_TO_USE"),
     "agent427": ("AGENT", "agent427_preferences", "BUILD_SCRIPT", "copy_scenario", "corrected_proposal",
                  "episode_host", "EVIDENCE_STEPS", "first_proposal", "inspect_exports", "MODULE", "new_text",
                  "OLD_TEXT", "Proposal", "ProposalHost", "read_build_script", "SCENARIO", "scenario_copy",

@@ -116,8 +116,7 @@ class MetricsReport:
 
 
 def rows_from_audit(log: Any) -> list[CallRow]:
-    """Call rows from an ``AuditLog``'s events and its ``task``, ``effect``, ``rollback`` and
-    ``utility`` marks."""
+    """Call rows from an ``AuditLog``'s events and marks (task, effect, rollback, utility)."""
     rows: dict[str, dict[str, Any]] = {}
     for e in log.events():
         row = rows.setdefault(e["call_id"], {"call_id": e["call_id"], "tool": e["tool"], "final": "requested",
@@ -143,8 +142,7 @@ def rows_from_audit(log: Any) -> list[CallRow]:
 
 
 def rows_from_attempts(attempts: Iterable[Any], task_of: Any = None) -> list[CallRow]:
-    """Call rows from a host's ``Attempt`` log (one call per id; effects, rollbacks, utility stay
-    empty)."""
+    """Call rows from a host's ``Attempt`` log (one call per id; no effects, rollbacks, utility)."""
     from toolkit.effects import FROM_STATUS
 
     grouped: dict[str, list[Any]] = {}

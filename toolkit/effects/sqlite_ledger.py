@@ -244,8 +244,7 @@ class SqliteLedger:
         return self._settle(principal, key, row[4], found, tool, digest)
 
     def reap(self, find: Callable[[str], Any]) -> list[Answer]:
-        """``reconcile`` for every dead claim, oldest first, with ``find(key)`` as the downstream
-        record."""
+        """``reconcile`` every dead claim, oldest first; ``find(key)`` is the downstream record."""
         try:
             with self._lock:
                 rows = self.conn.execute("SELECT principal, key, tool, fingerprint, owner, lease_until FROM ledger "

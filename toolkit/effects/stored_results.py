@@ -9,8 +9,7 @@ from toolkit.kernel import FailureClass, Status, ToolError, ToolResult
 
 
 def encode_result(value: Any, strict: bool = False) -> str:
-    """A result as stored JSON. ``ToolResult`` keeps every field; other values JSON
-    cannot hold are stored as text unless ``strict`` (then ``TypeError``)."""
+    """A result as stored JSON (``strict``: ``TypeError`` for what JSON cannot hold, else text)."""
     if isinstance(value, ToolResult):
         data = asdict(value)
         data["status"] = value.status.value

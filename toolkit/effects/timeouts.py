@@ -25,8 +25,7 @@ class RetryKind(str, Enum):
 
 
 def classify_retry(original: ToolCall, retry: ToolCall, contract: Any = None) -> RetryKind:
-    """A retry without the original key is a new proposal; with it, an inquiry (``contract``: where
-    the key travels inside the arguments)."""
+    """A retry without the original key is a new proposal; with it, an inquiry."""
     first, again = carried_key(original, contract), carried_key(retry, contract)
     if not isinstance(first, str) or again != first:
         return RetryKind.NEW_PROPOSAL

@@ -41,8 +41,7 @@ class Exports:
 
 
 def exported_names(source: str) -> tuple[tuple[str, ...], str]:
-    """The names ``source`` exports and the rule used; parses, never executes (``SyntaxError`` if it
-    does not parse)."""
+    """The names ``source`` exports and the rule used; parses, never executes."""
     tree = ast.parse(source)
     literal = _literal_all(tree)
     if literal is not None:
@@ -91,8 +90,7 @@ def _defined_names(node: ast.stmt) -> list[str]:
 
 
 def find_module(root: Path | str, dotted: str) -> Path | None:
-    """The file for module ``dotted`` under ``root`` (``a/b.py`` or ``a/b/__init__.py``), or None;
-    it must pass rungs 1 and 2 of ``toolkit.kernel.read_file``."""
+    """The file for module ``dotted`` under ``root`` that passes rungs 1 and 2, or None."""
     found = _locate_module(root, dotted)
     return found[0] / found[1] if found else None
 

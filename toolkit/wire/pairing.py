@@ -53,8 +53,7 @@ def naive_pairing(calls: Sequence[ToolCall], results_as_they_arrived: Sequence[T
 
 
 def check_conversation(messages: list[Any], vendor: str) -> list[ToolError]:
-    """Every call answered exactly once, every result answering a call, in an OpenAI, Anthropic or
-    MCP message list: the ``pairing_problems`` errors, pointing at each round's first message."""
+    """Every call answered once, every result answering a call: ``pairing_problems`` per round."""
     if not isinstance(messages, (list, tuple)):
         return [ToolError("invalid_call", "$", "a conversation is a list of messages", expected="list",
                           received=type(messages).__name__)]

@@ -45,8 +45,7 @@ class RoundReport:
         return {r.call_id: r for r in self.results}
 
     def answers(self) -> list[ToolResult]:
-        """What goes back to the model: one result per id it used, in call order (a placeholder id
-        answers nothing the model asked)."""
+        """What goes back to the model: one result per id it used, in call order."""
         out, seen = [], set()
         for position, result in enumerate(self.results):
             if position not in self.plan.anonymous and result.call_id not in seen:

@@ -67,8 +67,7 @@ def _cut(vendor: str, reason: str) -> ToolError:
 
 
 def openai_calls(response: Any, ids: IdMap) -> list[ToolCall | Refusal]:
-    """Calls from an OpenAI Chat Completions response (or its assistant message), arguments parsed
-    strictly."""
+    """Calls from an OpenAI Chat Completions response (or its message), parsed strictly."""
     message, finish = response, None
     if isinstance(response, Mapping) and "choices" in response:
         choices = response.get("choices")
