@@ -1,8 +1,7 @@
 """toolkit: tool calling as a contract (every chapter imports it as ``tk``).
 
-A tool call is a request, not an action: the model proposes ``(name, arguments, call id)``; the
-host checks it against a ``Contract``, executes or refuses it, and returns one ``ToolResult`` per
-call id.
+The model proposes ``(name, arguments, call id)``; the host checks it against a ``Contract``,
+executes or refuses it, and returns one ``ToolResult`` per call id.
 
     kernel/   chapters 01-08  the rules, one per file, formula first (``toolkit/READING.md``)
     _*.py     the hardening the kernel calls: caps, echoes, JSON, schemas, ids, paths, streams
@@ -12,9 +11,7 @@ call id.
     live/     chapter 09      a real model through the official SDKs, offline on recordings
     mcp/      chapter 09      the course's tools over MCP, and the contract host before any server
 
-Scenery and panels live in the ``course`` package beside it. Every name below is imported from
-the module that defines it; ``__all__`` is read off these imports. Importing ``toolkit`` is
-light."""
+Scenery and panels live in ``course``. ``__all__`` is read off the imports below; it stays light."""
 
 from types import ModuleType as _ModuleType
 

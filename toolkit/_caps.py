@@ -29,14 +29,11 @@ MAX_NAME_BYTES = 255
 MAX_CALL_LINE_CHARS = 80
 #: The most characters of a record's one-line argument summary (execution records, audit rows, live rounds).
 MAX_SUMMARY_CHARS = 120
-#: The most characters of one streamed fragment or token a replay line shows: shorter than an echo, since a
-#: chapter 08 replay line (and a chapter 03 mask line) holds a fragment beside the call it belongs to.
+#: The most characters of one streamed fragment or token a replay line shows (beside its call).
 MAX_FRAGMENT_CHARS = 40
-#: The longest tool description kept from an MCP server's tools/list: a description is shown to a model, so a
-#: server cannot fill the model's context through it.
+#: The longest tool description kept from an MCP server's tools/list (it is shown to a model).
 MAX_DESCRIPTION_CHARS = 1000
-#: The most characters of an MCP server's own error text a failed call repeats: longer than an echo, since that
-#: text is the only account the host has of what went wrong on the far side.
+#: The most characters of an MCP server's own error text a failed call repeats (its only account).
 MAX_SERVER_ERROR_CHARS = 200
 #: The longest idempotency key accepted (keys are names, not payloads).
 MAX_KEY_LENGTH = 200

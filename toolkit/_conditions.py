@@ -1,7 +1,6 @@
 """Chapter 02: running a contract's conditions so that a broken one refuses and never lets a call through.
 
-A condition may raise, return ``None`` or a ``ToolError``: every answer but ``True`` becomes a
-structured error."""
+Every answer but ``True`` (an exception, ``None``, a ``ToolError``) becomes a structured error."""
 from __future__ import annotations
 
 from typing import Any, Iterable

@@ -47,8 +47,7 @@ def function_schema(function: Callable[..., Any]) -> dict[str, Any]:
 
 def function_fields(function: Callable[..., Any], name: str | None, description: str | None,
                     fields: dict[str, Any]) -> dict[str, Any]:
-    """The fields of ``Contract.from_function``: the schema off the hints, the name, the docstring's first
-    paragraph; an ``idempotency_field`` that is not a parameter is refused."""
+    """``Contract.from_function``'s fields: the schema off the hints, the name, the description."""
     schema = function_schema(function)
     key = fields.get("idempotency_field", "")
     if key and key not in schema["properties"]:

@@ -1,7 +1,6 @@
 """Chapter 06: reading a failure: what each failed status means and what each failure class points at.
 
-The chapter's failure-type table, as data; ``NEXT_STEP`` is part of the rule
-(``toolkit.kernel.call``)."""
+The chapter's failure-type table, as data; ``NEXT_STEP`` is the rule's (``toolkit.kernel.call``)."""
 from __future__ import annotations
 
 from toolkit.kernel.call import FailureClass, Status

@@ -62,8 +62,7 @@ def shown_call_id(call_id: Any) -> str:
 
 
 def shown_name(name: Any) -> str:
-    """The tool name a record or a transcript may show: the name itself when it is short, encodable text,
-    else its short, safe echo."""
+    """The tool name a record may show: the name when short, encodable text, else a safe echo."""
     if isinstance(name, str) and len(name) <= MAX_NAME_CHARS and not SURROGATE.search(name):
         return name
     return echo_text(name)
@@ -172,9 +171,7 @@ def unknown_tool_error(name: Any, declared: Iterable[str]) -> ToolError:
 
 @dataclass
 class IdMap:
-    """Internal call ids and the vendor ids they answer to: ``internal(vendor, vendor_id)`` mints
-    ``call_1``, ``call_2``, ... on first sight; ``external(call_id, vendor)`` is the vendor's own
-    id for its calls, else the internal id, which every vendor accepts."""
+    """Internal call ids (``call_1``, minted on first sight) and the vendor ids they answer to."""
 
     prefix: str = "call"
     _ids: CallIds = field(init=False, repr=False)

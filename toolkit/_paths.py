@@ -93,8 +93,7 @@ class ReadRefused(ToolFailure):
 
 
 def shown(path: object) -> str:
-    """How a requested path appears in messages: shortened (``shorten``), then quoted and escaped; absolute
-    paths not echoed."""
+    """A requested path as messages show it: shortened, quoted, escaped; never an absolute path."""
     if not isinstance(path, str):
         return f"a non-string ({json_type(path)})"
     if path.startswith("/"):

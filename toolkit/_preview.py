@@ -26,9 +26,7 @@ STOPPED = " [preview stopped: too many secret values to mask]"
 
 @dataclass(frozen=True)
 class Preview:
-    """What a progress display may show while a call is still arriving: ``text`` (secret-named
-    values masked) and ``keys`` (JSON paths whose names have fully arrived); no value is ever
-    guessed."""
+    """What a display may show of a call still arriving: ``text`` (secrets masked) and ``keys``."""
 
     index: int
     call_id: str | None

@@ -1,7 +1,6 @@
 """Chapter 03: a stand-in for a model: a policy that proposes from a script, then stops.
 
-Each entry is a ``ToolCall`` or a function ``state -> ToolCall | None``; then None, and
-``evaluate`` stops."""
+Each entry is a ``ToolCall`` or a function ``state -> ToolCall | None``; then None."""
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable

@@ -29,8 +29,7 @@ def shorten(text: str, limit: int = MAX_ECHO_CHARS, keep_end: bool = False) -> s
 
 def call_line(name: Any, arguments: Any, call_id: Any = None, secret_fields: Iterable[str] = (),
               limit: int = MAX_CALL_LINE_CHARS) -> str:
-    """The one way a call is printed: ``read_file({"path": "a.txt"}) #call_1``; arguments as
-    received, masked before they are cut to ``limit``."""
+    """The one way a call is printed: ``read_file({"path": "a.txt"}) #call_1``, masked, then cut."""
     from toolkit._ids import shown_call_id, shown_name
 
     shown = redact_arguments(arguments, secret_fields)
@@ -62,8 +61,7 @@ def echo_text(value: Any, limit: int = MAX_ECHO_CHARS) -> str:
 
 
 def echo_value(value: Any, limit: int = MAX_ECHO_CHARS) -> Any:
-    """``value`` as an error's ``received`` may hold it: small JSON values as they are, anything
-    else cut or described; the result always passes ``json.dumps(..., allow_nan=False)``."""
+    """``value`` as an error's ``received`` may hold it: small JSON values as they are, else cut."""
     if value is None or isinstance(value, (bool, str)):
         return echo_text(value, limit) if isinstance(value, str) else value
     if isinstance(value, int):
@@ -118,8 +116,7 @@ def redact(value: Any, secret_fields: Iterable[str] = (), _depth: int = 0) -> An
 
 
 def summarize(arguments: Any, secret_fields: Iterable[str] = (), limit: int = MAX_SUMMARY_CHARS) -> str:
-    """A redacted one-line summary of arguments as received (records, audit rows); text that does
-    not parse as JSON is never copied, only its length kept."""
+    """A redacted one-line summary of arguments (text that is not JSON: only its length)."""
     from toolkit._schema import parse_arguments
 
     if isinstance(arguments, (str, bytes, bytearray)):
@@ -221,8 +218,7 @@ def scrub_error(error: ToolError, secrets: Iterable[str]) -> ToolError:
 
 
 def scrubbed_errors(errors: tuple[ToolError, ...], arguments: Any, secret_fields: Iterable[str]) -> tuple[ToolError, ...]:
-    """``errors`` with every secret ``arguments`` carry scrubbed out (what a condition or a schema echoes may
-    repeat one); the same tuple when there is nothing to scrub."""
+    """``errors`` with every secret ``arguments`` carry scrubbed out (the same tuple if none)."""
     if not errors:
         return errors
     secrets = secret_values(arguments, secret_fields) if arguments is not None else set()
@@ -230,8 +226,7 @@ def scrubbed_errors(errors: tuple[ToolError, ...], arguments: Any, secret_fields
 
 
 def redact_arguments(arguments: Any, secret_fields: Iterable[str] = ()) -> Any:
-    """A copy of arguments *as received* that is safe to keep, same shape (JSON text stays text);
-    the very same object when nothing needed masking."""
+    """A copy of arguments *as received*, safe to keep, same shape (itself if nothing is masked)."""
     if isinstance(arguments, (bytes, bytearray)):
         try:
             arguments = bytes(arguments).decode("utf-8")

@@ -119,8 +119,7 @@ class Buffer:
 
 def take(buffers: dict[int, Buffer], index: Any, call_id: Any, name: Any, arguments: Any,
          max_chars: int) -> ToolError | None:
-    """One chunk into its call's buffer; the error that breaks the stream (a bad index, a cap
-    passed), or None. Anything else wrong is kept for ``finish``."""
+    """One chunk into its call's buffer; the error that breaks the stream, or None."""
     buf = buffers.get(index) if type(index) is int else None
     if buf is None:
         if type(index) is not int or index < 0:
@@ -179,8 +178,7 @@ def _identify(buf: Buffer, call_id: Any, name: Any) -> ToolError | None:
 
 
 def parsed_call(buf: Buffer, needs_close: bool, envelope: bool) -> tuple[str | None, Any, list[ToolError]]:
-    """A complete call's name and strictly parsed arguments, or why it cannot run (a block never closed,
-    arguments that do not parse, an envelope that is not ``{"name", "arguments"}``, no tool name)."""
+    """A complete call's name and strictly parsed arguments, or why it cannot run."""
     if needs_close and not buf.closed:
         return None, None, [stream_incomplete(f"call #{buf.index} never closed its block", "open block")]
     arguments, errors = schema.parse_arguments("".join(buf.parts))
@@ -214,8 +212,7 @@ def _open_envelope(envelope: Any) -> tuple[str | None, Any, list[ToolError]]:
 
 
 def preview_of(buf: Buffer, call_id: str | None) -> Preview:
-    """Progress for one call: the text so far (secret-named values masked) and the keys seen so far;
-    ask for it when the display redraws, not for every fragment."""
+    """Progress for one call: the text so far (secrets masked) and the keys seen so far."""
     if buf.scanner is None:
         buf.scanner = KeyScanner()
     for part in buf.parts[buf.seen:]:

@@ -1,14 +1,9 @@
 """Chapter 07: an append-only audit log in SQLite: the complete replay of every call's states.
 
-"Audit is the complete replay of the states." For each call the log keeps its id, initiator,
-time, a redacted argument summary, every state transition and the retry count, so one query
-answers: *who initiated this action, when, through how many retries, and where it stopped*. It is
-append-only (triggers refuse ``UPDATE``, ``DELETE`` and out-of-order inserts), tamper-evident (a
-digest chain and an anchor kept outside the file; ``toolkit.effects.audit_chain`` says what that
-stops) and secret-free (arguments redacted before anything is written). Given an open connection
-inside a transaction, rows join that transaction, so a ledger can commit its effect and its audit
-rows together.
-"""
+One query answers *who initiated this action, when, through how many retries, and where it
+stopped*. The log is append-only (triggers), tamper-evident (``toolkit.effects.audit_chain``) and
+secret-free (arguments redacted before anything is written); inside a caller's transaction its
+rows join it, so a ledger commits its effect and its audit rows together."""
 from __future__ import annotations
 
 import os
@@ -49,8 +44,7 @@ class AuditLog:
     def __init__(self, db: str | os.PathLike[str] | sqlite3.Connection = ":memory:",
                  clock: Callable[[], float] | None = None, *, key: bytes | str | None = None,
                  anchor: Anchor | None = None):
-        """``key``: digests become HMACs under it (never written). ``anchor``: what the host kept from before;
-        without one, a log opened on an existing file takes the file as it finds it."""
+        """``key``: digests are HMACs under it (never written); ``anchor``: what the host kept."""
         if isinstance(db, sqlite3.Connection):
             self.conn, self._owns = db, False
         else:
@@ -106,9 +100,7 @@ class AuditLog:
             self._anchor = moved or current
 
     def _append(self, row: dict[str, Any]) -> Anchor | None:
-        """Chain ``row`` to the last one and insert it: the anchor after it, or None when the file's
-        head was not the one this log knew (the anchor does not move over what it cannot vouch
-        for)."""
+        """Chain ``row`` to the last and insert it: the new anchor, or None if the head moved."""
         known = self._known()
         before = self._head()
         seq, prev = before.rows + 1, before.head
@@ -129,8 +121,7 @@ class AuditLog:
         return self._anchor if self.conn.in_transaction else known
 
     def _known(self) -> Anchor:
-        """The newest anchor the file still shows: rows written in a caller's transaction count once seen
-        (committed, or in the transaction still open); rolled back, they are forgotten."""
+        """The newest anchor the file still shows (rows of a caller's transaction once seen)."""
         if self._pending is not None:
             found = self.conn.execute("SELECT digest FROM audit_events WHERE seq = ?",
                                       (self._pending.rows,)).fetchone()
@@ -191,8 +182,7 @@ class AuditLog:
         return lines
 
     def verify(self, anchor: Anchor | None = None) -> Verification:
-        """Integrity check, schema, digest chain, and the end of the chain against ``anchor`` (default: this
-        log's own). Never raises; the first row that breaks the chain is ``broken_at``."""
+        """Integrity, schema, digest chain and ``anchor`` (default: this log's); never raises."""
         return check_chain(self.conn, anchor or self._known(), self._key, self._found_at_open)
 
     def close(self) -> None:
@@ -209,9 +199,7 @@ class AuditLog:
 def run_audited(host: Any, call: Any, log: AuditLog, initiator: str, controller: Any = None,
                 ask: Callable[[Any, Any], Any] | None = None,
                 sleep: Callable[[float], None] | None = None) -> ExecutionRecord:
-    """Check and run ``call`` on ``host``, retrying under ``controller`` (none: a failure is final),
-    with every move logged; ``ask`` and ``sleep`` are ``run_with_retries``'. Returns the
-    execution record."""
+    """Check and run ``call`` on ``host``, retrying under ``controller``, every move logged."""
     from toolkit.kernel import Action, RetryController, Status
     from toolkit.effects import run_with_retries
 

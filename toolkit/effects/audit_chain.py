@@ -1,13 +1,9 @@
 """Chapter 07: how the audit log proves it was not changed: the table's guards, the digest chain, the anchor.
 
-Every row carries a digest of its content and of the row before it, so an edit breaks the chain
-from there on. Whoever can rewrite the whole file can recompute every digest, so the proof leans
-on what the file does not hold: an **anchor** (row count and last digest, kept by the host) and
-optionally a **key** (digests become HMAC-SHA256 under a key never written to the file). Without
-either, a recomputed chain is valid; with the key *and* the host's anchor in hand, an attacker
-can write any history. ``check_chain`` and ``verify_audit_file`` never raise; they check ``PRAGMA
-integrity_check``, the chain (sequence 1, 2, 3, ... with no gap), the anchor, and the table with
-its append-only triggers."""
+Each row's digest covers its content and the digest before it. Whoever can rewrite the file can
+recompute them all, so the proof leans on what the file does not hold: an **anchor** (row count
+and last digest, kept by the host) and optionally a **key** (HMAC-SHA256, never written).
+``check_chain`` and ``verify_audit_file`` never raise: integrity, chain, anchor, then the table."""
 from __future__ import annotations
 
 import hashlib
@@ -190,8 +186,7 @@ def against_anchor(conn: sqlite3.Connection, rows: int, anchor: Anchor) -> Verif
 
 def verify_audit_file(path: str | os.PathLike[str], anchor: Anchor | None = None,
                       key: bytes | str | None = None) -> Verification:
-    """Check an audit file without changing what it holds: a missing file is not created, a missing table or
-    trigger is not put back (``query_only``), so the check can neither repair nor hide anything."""
+    """Check an audit file without changing it: nothing created or put back (``query_only``)."""
     if not os.path.isfile(path):
         empty = anchor is not None and anchor.rows == 0
         return Verification(empty, 0, None, f"{os.path.basename(path)} does not exist")

@@ -1,12 +1,8 @@
 """Chapter 05: leases: a pending key has an owner and an expiry, so a dead owner's claim is settled, not stuck.
 
-While a claim's lease is live its owner may still finish (*in progress, ask again*); once it is
-dead (expired, ended because the outcome is unknown, or its process gone) callers are told *do
-not wait*, and ``reconcile`` / ``reap`` settle the key from the downstream record, never by a
-blind re-run. Completion is fenced by the owner, so a late owner learns it lost the claim. The
-lease must outlast the call it covers; only a downstream that honours the key stops a slow
-owner's late effect. The functions here are ``lease_state``, ``existing_answer`` and
-``settle_row`` (the fenced write)."""
+A live lease's owner may still finish (*in progress, ask again*); a dead one's key (expired, ended,
+or its process gone) is settled from the downstream record by ``reconcile`` / ``reap``, never by a
+blind re-run. Completion is fenced by the owner (``settle_row``), so a late owner learns it lost."""
 from __future__ import annotations
 
 import math
@@ -88,9 +84,7 @@ def existing_answer(row: tuple, key: str, tool: str, digest: str, now: float) ->
 
 
 def settle_row(conn: sqlite3.Connection, principal: str, key: str, owner: str | None, found: Any) -> tuple[int, str]:
-    """Write the downstream record's verdict on a pending row, fenced by ``owner``, inside the
-    caller's transaction: ``found`` None deletes the row, anything else is its result. Returns
-    (rows changed, text)."""
+    """Settle a pending row, fenced by ``owner`` (``found`` None deletes it): (changed, text)."""
     if found is None:
         return conn.execute("DELETE FROM ledger WHERE principal = ? AND key = ? AND state = 'pending' "
                             "AND owner IS ?", (principal, key, owner)).rowcount, ""

@@ -60,8 +60,7 @@ class Rate:
 
 @dataclass(frozen=True)
 class CallRow:
-    """One call as the metrics see it: ``final`` record state, the ``failures`` logged, and
-    ``effects`` naming the logical operation of each durable side effect (``("order-7",)``)."""
+    """One call as the metrics see it; ``effects`` names each durable side effect's operation."""
 
     call_id: str
     final: str

@@ -84,8 +84,7 @@ class Tick:
 
 @dataclass(frozen=True)
 class Transition:
-    """One move of a record: from, to, when, a short note (a reason, never a secret),
-    the retry count after the move, and the failure class for failed or rejected moves."""
+    """One move of a record: from, to, when, a short note, the retry count and the failure class."""
 
     source: RecordState | None
     target: RecordState
@@ -106,9 +105,7 @@ Listener = Callable[["ExecutionRecord", Transition], None]
 
 @dataclass
 class ExecutionRecord:
-    """The life of one call: who asked, for which tool, a redacted argument summary
-    (``open_record``), and every move; ``listener`` is told of each transition (an audit log
-    subscribes here)."""
+    """The life of one call: who asked, which tool, a redacted summary, and every move."""
 
     call_id: str
     initiator: str
@@ -164,8 +161,7 @@ class ExecutionRecord:
 
 def open_record(call: Any, initiator: str, contract: Any = None, clock: Callable[[], float] | None = None,
                 listener: Listener | None = None) -> ExecutionRecord:
-    """Start the record of ``call`` in state ``requested``, its arguments summarised with secrets
-    redacted and an overlong name or id kept as its short, safe echo."""
+    """Start the record of ``call`` in state ``requested``, its arguments summarised, redacted."""
     return ExecutionRecord(shown_call_id(call.call_id), initiator, shown_name(call.name),
                            summarize(call.arguments, getattr(contract, "secret_fields", ())),
                            clock or Tick(), listener)

@@ -25,9 +25,7 @@ def run_with_retries(host: Any, call: ToolCall, controller: RetryController,
                      ask: Callable[[ToolCall, ToolResult], ToolCall | None] | None = None,
                      sleep: Callable[[float], None] | None = None,
                      on_try: Callable[[Try], None] | None = None) -> list[Try]:
-    """Run ``call`` on ``host``; after each failure ``ask(call, result)`` (default: the same call
-    again) may ask for a retry and the controller decides; ``sleep`` gets each granted wait.
-    Returns every ``Try``."""
+    """Run ``call``; after each failure ``ask`` may ask for a retry and the controller decides."""
     ask = ask or (lambda c, r: c)
     tries: list[Try] = []
     current, attempt = call, 1

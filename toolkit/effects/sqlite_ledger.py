@@ -1,13 +1,9 @@
 """Chapter 05: the durable ledger: the ledger rule kept in one SQLite file, so a key survives a crash.
 
-``SqliteLedger`` gives the same answers as ``MemoryLedger.call`` (``toolkit.kernel.ledger``), one
-row per (principal, key). An effect in the same database commits with its row (``call_atomic``):
-exactly once. An effect elsewhere is bracketed by a *pending* and a *done* row (``call``): a
-crash in between leaves a pending claim with an owner and a lease (``toolkit.effects.leases``),
-which ``reconcile`` or ``reap`` settle from the downstream system's own record, never by a blind
-re-run. Every method answers instead of raising, SQLite's errors included; threads may share one
-ledger (its connection is used under a lock).
-"""
+The same answers as ``MemoryLedger.call``, one row per (principal, key). An effect in the same
+database commits with its row (``call_atomic``): exactly once. An effect elsewhere is bracketed by
+a *pending* and a *done* row (``call``); a crash between leaves a leased claim that ``reconcile``
+or ``reap`` settle from the downstream record. Every method answers instead of raising."""
 from __future__ import annotations
 
 import sqlite3
@@ -38,9 +34,7 @@ _COLUMNS = "tool, fingerprint, state, result, owner, lease_until"
 
 
 class SqliteLedger:
-    """A durable ledger: one SQLite file, WAL. A pending claim is held for ``lease_seconds`` (longer
-    than any call may take) by ``owner`` (default: this machine and process), measured by
-    ``clock``."""
+    """A durable ledger in one SQLite file; ``owner`` holds a claim for ``lease_seconds``."""
 
     def __init__(self, path: str | Path, *, synchronous: str = "FULL", busy_timeout_ms: int = 10_000,
                  lease_seconds: float = 60.0, owner: str | None = None, clock: Callable[[], float] = time.time):
@@ -83,8 +77,7 @@ class SqliteLedger:
         return self._entry(row) if row else None
 
     def entries(self) -> list[dict[str, Any]]:
-        """Every row, oldest first: principal, key, tool, state, result, owner, lease_until and ``lease``
-        (``"live"``, why a pending claim is dead, or ``""`` for a finished key)."""
+        """Every row, oldest first, with ``lease``: ``"live"``, why a claim is dead, or ``""``."""
         with self._lock:
             rows = self.conn.execute(f"SELECT principal, key, {_COLUMNS} FROM ledger ORDER BY rowid").fetchall()
         return [self._entry(r) for r in rows]
@@ -105,9 +98,7 @@ class SqliteLedger:
 
     def call_atomic(self, key: str, effect: Callable[[sqlite3.Connection, Any], Any], arguments: Any, *,
                     tool: str = "", principal: str = "", secret_fields: Iterable[str] = ()) -> Answer:
-        """Run ``effect(conn, arguments)`` and write the ledger row in ONE transaction: the effect
-        (which writes only through ``conn`` and never commits) happens together with its row, or
-        not at all."""
+        """Run ``effect(conn, arguments)`` and write its row in ONE transaction: both or neither."""
         error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
         if error:
             return Answer.invalid(key, error)
@@ -187,17 +178,14 @@ class SqliteLedger:
         return Answer(LedgerStatus.RAN, key, decode_result(text))
 
     def invoke(self, key: str, effect: Callable[[Any], Any], arguments: Any) -> Any:
-        """The rule's own form, on disk. Returns the result; a refusal comes back as a ``ToolResult``
-        keyed by the idempotency key (prefer ``call(...).to_result(call_id)`` to keep the caller's id)."""
+        """The rule's own form, on disk: the result, or a refusal as a ``ToolResult``."""
         answer = self.call(key, effect, arguments)
         if answer.ok or isinstance(answer.result, ToolResult):
             return answer.result
         return answer.to_result(key if isinstance(key, str) else "")
 
     def record(self, key: str, arguments: Any, result: Any, *, tool: str = "", principal: str = "") -> Answer:
-        """Write a result obtained elsewhere as the key's outcome: a new key RAN, a pending claim
-        with the same fingerprint RECONCILED (whoever holds it), a done key keeps its first
-        result (REPLAYED)."""
+        """Write a result obtained elsewhere: RAN, RECONCILED (pending claim) or REPLAYED (done)."""
         error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
         if error:
             return Answer.invalid(key, error)

@@ -32,8 +32,7 @@ class ImportClaim:
 
 
 def import_claims(code: str, importer: str = "") -> tuple[list[ImportClaim], list[ToolError]]:
-    """Every import in ``code`` as claims to check (``importer``: the dotted module the code lives
-    in, for relative imports); code that does not parse gives one structured error."""
+    """Every import in ``code`` as claims (``importer``: for relative imports), or one error."""
     if not isinstance(code, str):
         return [], [ToolError("precondition_failed", "code", "code must be text",
                               expected="Python source", received=type(code).__name__, retryable=False)]
@@ -82,8 +81,7 @@ def _absolute(module: str, level: int, importer: str) -> str | None:
 
 
 def check_claim(claim: ImportClaim, root: Path | str) -> ToolError | None:
-    """None if the claim holds, else the error naming it; a module other than the standard library's
-    must be a file in the workspace."""
+    """None if the claim holds, else the error naming it (the standard library is trusted)."""
     top = claim.module.split(".")[0]
     if top in sys.stdlib_module_names and find_module(root, top) is None:
         return None

@@ -1,12 +1,9 @@
 """Chapter 03: a real ``edit_file`` tool: replace one exact piece of text in one workspace file.
 
-The schema asks for ``file_path`` first, then ``old_text`` and ``new_text`` once a file is named
-(``if``/``then``): it accepts exactly what ``"required": [all three]`` would, but a call that
-names no file is told so first. Retry is UNSAFE: when ``new_text`` contains ``old_text`` a blind
-retry edits twice, and the fields leave no room for a key, so after a timeout compare the file's
-hash with the evidence instead. The path climbs rungs 1 and 2 of ``toolkit.kernel.read_file``;
-the file is read through rung 3 and written the same way (``write_confined``), never through a
-link."""
+The schema asks for ``file_path`` first (``if``/``then``), so a call that names no file is told so
+first. Retry is UNSAFE: when ``new_text`` contains ``old_text`` a blind retry edits twice, so after
+a timeout compare the file's hash with the evidence. The file is located by rungs 1 and 2, read
+and written through rung 3 (``write_confined``), never through a link."""
 from __future__ import annotations
 
 import hashlib
@@ -85,8 +82,7 @@ def _confined(root: Path | str, file_path: Any) -> tuple[Path, str] | ToolError:
 
 
 def _read_text(root: Path, args: dict) -> tuple[str, str] | ToolError:
-    """``(relative name, text)`` of the file the call names (``root``: the workspace's real path),
-    read through rung 3, or why it cannot be read."""
+    """``(relative name, text)`` of the file the call names, read through rung 3, or why not."""
     found = _confined(root, args.get("file_path"))
     if isinstance(found, ToolError):
         return ToolError("precondition_failed", "$.file_path", "not checked: file_path is refused",
@@ -208,8 +204,7 @@ def edit_file_contract(workspace: Path | str) -> Contract:
 
 
 def make_edit_file(workspace: Path | str) -> Tool:
-    """The ``edit_file`` tool for one workspace; the run checks the path and ``old_text`` again,
-    since the file may have changed since the host's check."""
+    """The ``edit_file`` tool for one workspace; the run checks the path and ``old_text`` again."""
     root = Path(workspace).resolve()
     contract = edit_file_contract(root)
 

@@ -65,8 +65,7 @@ def _hook(event: str, args: tuple) -> None:
 
 @contextmanager
 def recording_opens() -> Iterator[list[Open]]:
-    """Yield a list that fills with an ``Open`` for every path opened inside the block (one hook,
-    installed on first use; the innermost block gets the events)."""
+    """Yield a list that fills with an ``Open`` for every path opened inside the block."""
     global _INSTALLED
     if not _INSTALLED:
         sys.addaudithook(_hook)
@@ -93,8 +92,7 @@ def files_opened(events: list[Open]) -> list[str]:
 
 
 def opened_outside(events: list[Open], root: str | os.PathLike) -> list[str]:
-    """Every full path tried outside the folder ``root``, found or not: judged by rung 2 of the read_file ladder
-    (``check_realpath``: links resolved, whole components compared), the one containment rule."""
+    """Every full path tried outside ``root``, found or not, by rung 2 (``check_realpath``)."""
     base = Path(os.path.realpath(root))
     outside = []
     for e in events:

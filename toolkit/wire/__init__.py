@@ -1,6 +1,6 @@
 """Calls on the wire (chapters 01 and 08): stream framing, vendor formats, pairing, scheduling.
 
-Each name below is defined in the module it is listed under; that module loads on first use."""
+Each name below loads its module on first use (``toolkit._exports``)."""
 from toolkit._exports import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {

@@ -14,8 +14,7 @@ VENDORS = ("openai", "anthropic", "mcp")
 
 
 def id_problem(vendor: str, value: Any) -> str | None:
-    """Why ``value`` cannot be a call id for ``vendor`` (OpenAI: non-empty text; Anthropic: letters,
-    digits, ``_``, ``-``; MCP: text or an integer), or None."""
+    """Why ``value`` cannot be a call id for ``vendor``, or None."""
     if vendor == "mcp":
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             return "a JSON-RPC id must be a string or an integer"

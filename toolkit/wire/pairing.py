@@ -46,9 +46,7 @@ def pair_results(calls: Sequence[ToolCall], results: Iterable[ToolResult]) -> tu
 
 
 def naive_pairing(calls: Sequence[ToolCall], results_as_they_arrived: Sequence[ToolResult]) -> dict[str, ToolResult]:
-    """The broken reconciler: the i-th call with the i-th result to arrive. When a later call
-    finishes first, its result is filed under another call's id and looks like success. Kept to
-    show it; never use it."""
+    """The broken reconciler: the i-th call with the i-th result to arrive. Never use it."""
     return {call.call_id: result for call, result in zip(calls, results_as_they_arrived)}
 
 

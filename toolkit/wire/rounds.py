@@ -95,9 +95,7 @@ def _timed_out(call: ToolCall, timeout: float) -> ToolResult:
 
 def run_plan(plan: Plan, execute: Execute, *, max_workers: int = 8, cancel_dependents: bool = False,
              timeout: float | None = 60.0) -> RoundReport:
-    """Run a plan on worker threads, at most ``max_workers`` at a time; every item gets exactly one
-    verified result, in call order. A call waiting for one that timed out (or, with
-    ``cancel_dependents``, did not succeed) is ``cancelled`` instead of run."""
+    """Run a plan on worker threads: one verified result per item, in call order."""
     results: dict[int, ToolResult] = dict(plan.refused)
     timings: dict[int, Timing] = {}
     order: list[str] = []

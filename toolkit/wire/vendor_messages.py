@@ -20,8 +20,7 @@ from toolkit.wire import id_problem
 
 def _calls_from(vendor: str, id_field: str, entries: list[tuple[Any, str | None, Any, list[ToolError]]],
                 ids: IdMap, cut: ToolError | None) -> list[ToolCall | Refusal]:
-    """Turn (vendor id, name, raw arguments, problems) into calls or refusals: a call runs only with
-    a usable, unshared id, a response that was not cut, and arguments that parse."""
+    """(vendor id, name, raw arguments, problems) into calls, or refusals for any problem."""
     seen: dict[Any, int] = {}
     for vendor_id, *_ in entries:
         if vendor_id not in (None, "") and not isinstance(vendor_id, (dict, list)):
@@ -164,8 +163,7 @@ def _raw_text(arguments: Any) -> str:
 
 
 def _raw_input(arguments: Any) -> dict[str, Any]:
-    """Arguments as the object Anthropic carries: an object unchanged, text that parses to one parsed,
-    and anything else kept whole under ``unparsed_arguments`` (never silently emptied)."""
+    """Arguments as the object Anthropic carries (anything else under ``unparsed_arguments``)."""
     if isinstance(arguments, Mapping):
         return dict(arguments)
     if arguments is None or arguments == "":
@@ -176,8 +174,7 @@ def _raw_input(arguments: Any) -> dict[str, Any]:
 
 def openai_assistant_message(calls: Iterable[ToolCall | Refusal], ids: IdMap, content: str | None = None
                              ) -> dict[str, Any]:
-    """The assistant message that carried ``calls``, refused ones too, with their raw arguments (no
-    call at all: only its text, since OpenAI refuses an empty ``tool_calls`` list)."""
+    """The assistant message that carried ``calls``, refused ones too, with their raw arguments."""
     echoed = _echoed(calls)
     message: dict[str, Any] = {"role": "assistant", "content": content if echoed else (content or "")}
     if echoed:
@@ -222,8 +219,7 @@ def mcp_request(call: ToolCall, ids: IdMap) -> dict[str, Any]:
 
 
 def mcp_response(result: ToolResult, ids: IdMap) -> dict[str, Any]:
-    """The JSON-RPC response to a ``tools/call`` request: an undeclared tool is a protocol error
-    (``-32602``); everything else, refusals included, is a tool result with ``isError``."""
+    """The JSON-RPC response to ``tools/call``: an undeclared tool is ``-32602``, else a result."""
     rpc_id = ids.external(result.call_id, "mcp")
     text = result_text(result, rpc_id)
     if result.reason == "unknown_tool":

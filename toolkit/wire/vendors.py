@@ -12,8 +12,7 @@ from toolkit.wire import VENDORS
 
 
 def openai_tool(contract: Contract, strict: bool = False) -> dict[str, Any]:
-    """The contract as an OpenAI Chat Completions tool; ``strict=True`` raises ``ValueError`` naming
-    the first object that does not close and require all its properties."""
+    """The contract as an OpenAI tool (``strict=True``: ``ValueError`` where strict mode cannot)."""
     function: dict[str, Any] = {"name": contract.name, "description": contract.description,
                                 "parameters": dict(contract.schema)}
     if strict:
@@ -57,9 +56,7 @@ MCP_HINTS: dict[str, Callable[[Contract], bool]] = {
 
 
 def mcp_annotations(contract: Contract) -> dict[str, bool]:
-    """The contract's MCP hints, by ``MCP_HINTS`` (``openWorldHint`` only when
-    ``extras["open_world"]`` says so). Hints describe; a client must not trust them from a server
-    it does not trust."""
+    """The contract's MCP hints (``MCP_HINTS``): descriptions for a client, never permissions."""
     hints = {name: rule(contract) for name, rule in MCP_HINTS.items()}
     if "open_world" in contract.extras:
         hints["openWorldHint"] = bool(contract.extras["open_world"])
