@@ -1,10 +1,8 @@
 """Chapters 01 and 08: call ids: refusals for hostile ids and names, one id rule per round, and the id table.
 
-A model can put anything where a call goes (``None``, a huge name, bytes, an empty or repeated
-id); the host never raises on it, never echoes more than the caps allow, and answers with one
-``ToolError``. ``round_refusals`` is the id rule every round runner applies: two calls sharing an
-id are both refused. ``request_problem`` is what ``check`` turns away before its three tests can
-run. ``IdMap`` is the table between the toolkit's own ids and the ids each vendor sent."""
+Whatever a model puts where a call goes, the host never raises and never echoes past the caps.
+``round_refusals`` is every runner's id rule (calls sharing an id are all refused);
+``request_problem`` is what ``check`` turns away untested; ``IdMap`` maps vendor ids to ours."""
 from __future__ import annotations
 
 import difflib

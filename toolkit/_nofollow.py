@@ -1,11 +1,9 @@
 """Chapter 01: rung 3's hardening: opening, reading and writing a file without following a link.
 
-``toolkit.kernel.read_file`` states rung 3; this module does its system calls. ``plain_relative``
-refuses what rung 3 never opens; ``folder`` opens each folder with ``O_DIRECTORY | O_NOFOLLOW``
-relative to the one before (closing every descriptor on the way out); ``read_nofollow`` refuses a
-link, FIFO, device or oversized file unopened, opens with ``O_NOFOLLOW | O_NONBLOCK``, checks the
-same inode and reads at most ``cap + 1`` bytes; ``write_nofollow`` writes a temporary file beside
-the name, ``fsync``s and renames it over. Errors name the ``errno`` only, never an absolute path."""
+The system calls of rung 3 (``toolkit.kernel.read_file``): ``folder`` opens each folder with
+``O_DIRECTORY | O_NOFOLLOW``, ``read_nofollow`` refuses a link, FIFO, device or oversized file
+unopened and checks the same inode after opening, ``write_nofollow`` writes a temporary file and
+renames it over. Errors name the ``errno`` only, never an absolute path."""
 from __future__ import annotations
 
 import errno

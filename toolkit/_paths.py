@@ -1,11 +1,9 @@
 """Chapter 01: how the path ladder says no: ``PathRefused``, its kinds, their hints and failure classes.
 
-Every rung of ``toolkit.kernel.read_file`` raises ``PathRefused(rung, kind, path, why, expected)``:
-``rung`` and ``kind`` (a key of ``HINTS``) for a program, ``error`` (``path_refused`` at ``$.path``,
-with the kind's hint, never an absolute path) for a model. The kernel reaches this module through
-``PathRefused`` alone (``of_text`` is rung 1's first question, ``failure`` the executor's
-``ReadRefused``). The business layer's refusals live here too: ``no_readable_file`` and
-``allowed_extensions``."""
+Every rung raises ``PathRefused(rung, kind, path, why, expected)``: ``rung`` and ``kind`` for a
+program, ``error`` for a model (never an absolute path). The kernel reaches this module through
+``PathRefused`` alone (``of_text``: rung 1's first question; ``failure``: the executor's
+``ReadRefused``). The business layer's refusals live here too."""
 from __future__ import annotations
 
 import os

@@ -1,12 +1,7 @@
 """Chapters 02-04, 08: how a verdict, the indicator, a loop step, a choice, a contract and a plan print.
 
-    legal_line(0, 1, 1)   ->  legal = 0 x 1 x 1 = 0     (a test that could not run prints as ``–``)
-    legality_lines(v)     ->  one line per test, its errors after it, then the product
-    observation_line(o)   ->  rejected read_file({"path": "../x"}) #call_1 -> rejected (path_refused)
-    choice_lines(c)       ->  one row per option, its governed score, the chosen one marked
-    contract_card(c)      ->  tool name(parameters) / requires / ensures / retry / risk / evidence
-    plan_table(rows, r)   ->  wave  call  reads  writes  waits for, in wave order, then the refused items
-"""
+Each kernel object's ``line``/``lines``/``card``/``text`` is one function here, e.g.
+``legal_line(0, 1, 1)`` -> ``legal = 0 x 1 x 1 = 0`` (a test that could not run prints ``–``)."""
 from __future__ import annotations
 
 from typing import Any, Iterable

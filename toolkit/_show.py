@@ -1,11 +1,8 @@
 """Chapters 01 and 07: what the host may show of a value: short, encodable echoes, and secrets redacted.
 
-Every message, log line and transcript that repeats something a model sent goes through here,
-each cut to its cap in ``toolkit._caps`` and ending in ``CUT_MARK``. A field is redacted when the
-contract marks it secret or its *name* looks secret (token, api_key, pin, ...); free text is
-scrubbed of every secret value the call carried, in each spelling, and of anything shaped like a
-credential. Mask first, cut second.
-"""
+Every echo of what a model sent is cut to its cap (``toolkit._caps``), ending in ``CUT_MARK``. A
+field is redacted when the contract marks it secret or its *name* looks secret; free text is
+scrubbed of the call's secret values and of credential shapes. Mask first, cut second."""
 from __future__ import annotations
 
 import json

@@ -1,11 +1,8 @@
 """Chapter 08: what a stream may not do to the assembler: split or repeated ids and names, and the caps it meets.
 
-The kernel's ``Assembler`` (``toolkit.kernel.stream``) states the completion rule; everything a
-chunk can do wrong on the way in is here, reached through one function each: ``take``,
-``parsed_call``, ``answered_once`` and ``preview_of``. Servers send a call's id and name once,
-repeated on every delta, or in pieces; ``assemble_field`` reads all three the same way (a piece
-equal to everything so far counts as a repeat). Each cap of ``toolkit._caps`` a stream passes
-breaks it, so a hostile body costs no more than reaching the cap."""
+Everything a chunk can do wrong on its way into the kernel's ``Assembler``, one function each:
+``take``, ``parsed_call``, ``answered_once``, ``preview_of``. ``assemble_field`` reads an id or a
+name sent once, repeated or in pieces the same way. Each cap a stream passes breaks it at once."""
 from __future__ import annotations
 
 from dataclasses import replace
