@@ -1,10 +1,11 @@
-"""Chapters 02 and 04: what the chapters advise: each refusal's usual cause, and how thick the safeguards must be.
+"""Chapters 02 and 04: what the chapters advise: a refusal's usual cause, how thick the safeguards.
 
-A refusal the model never sees teaches it nothing: ``cause_of`` looks an error code up (codes without a
-row get the general answer). A read-only, reversible, retry-safe call may take the *lean path* (validate,
-run, return); one that writes, sends or charges needs the full small-transaction treatment. A key
-protects only where the service honours it (``SAFE_WITH_KEY``); for an ``UNSAFE`` effect the safeguard
-is the execution record, and an effect that cannot be undone or checked gets a person.
+A refusal the model never sees teaches it nothing: ``cause_of`` looks an error code up (codes
+without a row get the general answer). A read-only, reversible, retry-safe call may take the *lean
+path* (validate, run, return); one that writes, sends or charges needs the full small-transaction
+treatment. A key protects only where the service honours it (``SAFE_WITH_KEY``); for an ``UNSAFE``
+effect the safeguard is the execution record, and an effect that cannot be undone or checked gets
+a person.
 """
 from __future__ import annotations
 

@@ -7,8 +7,9 @@ tracker honours keys, look the call up in its record, ask a human), else the cal
 ``awaiting_human``; a new proposal is refused while the first call's outcome is unknown
 (``toolkit.effects.timeouts.classify_retry``). ``create_issue_illustration`` plays each
 strategy (retry blindly, the idempotency key, a record lookup, a person, nothing, a new key)
-and counts the issues that exist afterwards. One is the right answer. ``COMPENSATION`` is the chapter's table of effects that can or cannot
-be undone after the fact, and what must hold before the first attempt.
+and counts the issues that exist afterwards. One is the right answer. ``COMPENSATION`` is the
+chapter's table of effects that can or cannot be undone after the fact, and what must hold before
+the first attempt.
 """
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ What is described is shown, so it is masked as a preview is
 secret-named field's value is shown as ``"[redacted]"`` (or not at all), and
 credential-shaped text is masked in fragments, assistant text and unreadable chunks.
 
-``SKETCH_FRAMES`` are the four pieces the chapter's sketch draws (t1..t3, then t4's completion event);
-``frames`` replays them through the kernel's ``Assembler`` as rows a notebook prints.
+``SKETCH_FRAMES`` are the four pieces the chapter's sketch draws (t1..t3, then t4's completion
+event); ``frames`` replays them through the kernel's ``Assembler`` as rows a notebook prints.
 """
 from __future__ import annotations
 
