@@ -504,7 +504,7 @@ def test_a_result_with_keys_of_mixed_types_is_recorded_not_raised(tmp_path):
 @pytest.mark.parametrize("make", [lambda path: MemoryLedger(), lambda path: SqliteLedger(path / "spy.db")],
                          ids=["memory", "sqlite"])
 def test_both_ledgers_run_a_new_key_through_the_kernels_invoke(make, tmp_path, monkeypatch):
-    """``call`` reaches the effect only through ``toolkit.kernel.ledger.invoke``: swap the rule and it shows."""
+    """``call`` reaches the effect only through ``toolkit.kernel.ledger.invoke``: swap it and it shows."""
     import toolkit.kernel.ledger as rule
 
     seen, ran = [], []
@@ -516,7 +516,8 @@ def test_both_ledgers_run_a_new_key_through_the_kernels_invoke(make, tmp_path, m
 
     monkeypatch.setattr(rule, "invoke", spy)
     ledger = make(tmp_path)
-    first = ledger.call("invoice-431", lambda x: ran.append(x) or {"invoice_id": "INV-1"}, ARGS, tool="issue")
+    effect = lambda x: ran.append(x) or {"invoice_id": "INV-1"}   # noqa: E731
+    first = ledger.call("invoice-431", effect, ARGS, tool="issue")
     assert first.status is LedgerStatus.RAN and first.result == {"invoice_id": "INV-1"}
     assert ran == [ARGS] and [k for k, _ in seen] == ["invoice-431"] and seen[0][1] == {}
 
@@ -524,7 +525,7 @@ def test_both_ledgers_run_a_new_key_through_the_kernels_invoke(make, tmp_path, m
         return dict(L), "not run"
 
     monkeypatch.setattr(rule, "invoke", refuse)
-    other = ledger.call("invoice-432", lambda x: ran.append(x), {**ARGS, "idempotency_key": "invoice-432"},
-                        tool="issue")
+    other = ledger.call("invoice-432", lambda x: ran.append(x),
+                        {**ARGS, "idempotency_key": "invoice-432"}, tool="issue")
     assert other.status is LedgerStatus.RAN and other.result == "not run" and len(ran) == 1
     getattr(ledger, "close", lambda: None)()
