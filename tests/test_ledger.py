@@ -502,7 +502,8 @@ def test_a_result_with_keys_of_mixed_types_is_recorded_not_raised(tmp_path):
 # ------------------------------------------------------------------ one rule under both ledgers
 
 @pytest.mark.parametrize("make", [lambda path: MemoryLedger(),
-                                  lambda path: SqliteLedger(path / "s.db")], ids=["memory", "sqlite"])
+                                  lambda path: SqliteLedger(path / "s.db")],
+                         ids=["memory", "sqlite"])
 def test_both_ledgers_run_a_new_key_through_the_kernels_invoke(make, tmp_path, monkeypatch):
     """``call`` reaches the effect only through ``toolkit.kernel.ledger.invoke``."""
     import toolkit.kernel.ledger as rule
