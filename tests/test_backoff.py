@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 
 import toolkit as tk
 from toolkit._json import carried_key
-from toolkit.kernel import Action, Jitter, RetryPolicy, RetryController, RetryState, plan, retry_verdict, step, walk
+from toolkit.kernel import (Action, Jitter, RetryPolicy, RetryController, RetryState, retry_verdict,
+                            step)
+from course.worlds.waits import plan, walk
 from toolkit.effects import run_with_retries
 from course.worlds import CREATE_INVOICE
 from toolkit.kernel import READ_FILE_SCHEMA

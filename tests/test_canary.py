@@ -226,7 +226,7 @@ def place_streaming() -> str:
 
 def place_vendor_messages() -> str:
     from toolkit.wire import openai_tool_messages, anthropic_tool_results
-    from toolkit.kernel import IdMap
+    from toolkit._ids import IdMap
 
     host = host_for(failing_tools()["tool_error"])
     ids = IdMap()

@@ -21,7 +21,7 @@ import pytest
 
 import toolkit as tk
 from toolkit import wire as v
-from toolkit.kernel import IdMap
+from toolkit._ids import IdMap
 from toolkit.effects import AuditLog, run_audited
 from toolkit.kernel import NEXT_STEP
 from course.worlds import call_stages
@@ -570,7 +570,7 @@ def test_the_reading_path_names_real_modules_and_its_sizes_are_measured():
         return sum(len(f.read_text(encoding="utf-8").splitlines()) for f in files)
     printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert f"kernel/   {len(kernel):>2} files, the rules       {lines_in(kernel):>6,} lines" in printed
-    for folder in ("advice", "effects", "wire", "files", "live", "mcp", "worlds", "present"):
+    for folder in ("effects", "wire", "files", "live", "mcp", "worlds", "present"):
         home = ROOT / "course" if folder in ("worlds", "present") else package
         modules = [m for m in (home / folder).glob("*.py") if m.name != "__init__.py"]
         assert f"{folder + '/':<9} {len(modules):>2} modules" in printed

@@ -16,11 +16,11 @@ import pytest
 
 import toolkit as tk
 from course.worlds import CREATE_INVOICE, Books
-from toolkit.kernel import CODES
+from toolkit._codes import CODES
 from course.present import formulas
 from course.worlds.demo_tree import common_errors
 from toolkit._schema import parse_arguments
-from toolkit.advice import CAUSES, GENERAL, cause_of
+from course.worlds.advice import CAUSES, GENERAL, cause_of
 from toolkit.kernel import LAYER_OF, PRE_QUESTIONS
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,8 @@ from course.worlds import CREATE_INVOICE
 from toolkit.kernel import READ_FILE
 from toolkit.files import edit_file_contract
 from course.present.scoring_panel import ScoringPanel, choice_text
-from toolkit.advice import SAFEGUARDS, WHEN_TO_USE, TaskProperties, lean_path, required_safeguards
+from course.worlds.advice import (SAFEGUARDS, WHEN_TO_USE, TaskProperties, lean_path,
+                                  required_safeguards)
 from course.present.plots import flip_point
 from course.worlds import pick_tool
 from toolkit.wire import tools_for

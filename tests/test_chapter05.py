@@ -19,8 +19,9 @@ from toolkit.kernel import ledger_key
 from toolkit.kernel import LedgerStatus
 from course.present import invoice_panel
 from course.present.invoice_panel import CRASH_CHOICES, InvoicePanel, matrix_html
-from toolkit.advice import SAFEGUARDS, WHEN_TO_USE
-from toolkit.effects import RetryKind, classify_retry, compensation_table
+from course.worlds.advice import SAFEGUARDS, WHEN_TO_USE
+from toolkit.effects import RetryKind, classify_retry
+from course.worlds import compensation_table
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "05_ledger_and_duplicate_invoice.ipynb"
@@ -358,7 +359,7 @@ def test_notebook_keys_by_the_contract_and_reads_safeguards_from_the_toolkit():
     for name, prevents in SAFEGUARDS.items():
         assert f"{name:<17} {prevents:<57} {WHEN_TO_USE[name]}" in text, f"safeguard row {name!r}"
     assert not any(re.search(r"^WHEN\s*=\s*\{", src, re.MULTILINE) for src in code_sources(nb)), \
-        "'when to use' comes from toolkit.advice.safeguards.WHEN_TO_USE, not a dict typed in the notebook"
+        "'when to use' comes from course.worlds.advice.WHEN_TO_USE, not a dict typed in the notebook"
 
 
 def test_conflict_example_uses_a_ledger_file_no_other_cell_touches():

@@ -7,11 +7,14 @@ import nbformat
 import pytest
 
 import toolkit as tk
-from toolkit.kernel import Action, Jitter, RetryPolicy, RetryController, RetryState, plan, retry_verdict, step, walk
+from toolkit.kernel import (Action, Jitter, RetryPolicy, RetryController, RetryState, retry_verdict,
+                            step)
+from course.worlds.waits import plan, walk
 from toolkit.effects import run_with_retries
 from course.worlds import arrival_times, jitter_waits, peak_load, plan_rows
 from course.worlds import CREATE_INVOICE
-from toolkit.kernel import MEANING, NEXT_STEP, POINTS_AT
+from toolkit.kernel import NEXT_STEP
+from toolkit._failures import MEANING, POINTS_AT
 from course.present import formulas
 from course.present.backoff_panel import BackoffPanel, plan_text
 from course.present.retry_plots import herd_svg

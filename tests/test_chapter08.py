@@ -15,10 +15,11 @@ import toolkit as tk
 from toolkit._preview import Preview
 from toolkit.wire import naive_pairing, pair_results, run_plan, run_round
 from toolkit.kernel import schedule
-from toolkit.wire import SKETCH_FRAMES, AnthropicStream, anthropic_stream, frames, openai_stream
+from toolkit.wire import AnthropicStream, anthropic_stream, openai_stream
+from course.worlds.stream_replay import SKETCH_FRAMES, frames
 from toolkit.kernel import Assembler
 from toolkit.wire import fixture
-from toolkit.kernel import IdMap
+from toolkit._ids import IdMap
 from toolkit.kernel import Refusal, completion_problem, conflict
 from toolkit.wire import SSEDecoder
 from course.worlds import describe_chunk, replay, split_events

@@ -20,7 +20,8 @@ import json
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 import toolkit as tk
-from toolkit.kernel import CODES, Condition, Contract, ToolFailure
+from toolkit.kernel import Condition, Contract, ToolFailure
+from toolkit._codes import CODES
 from toolkit._caps import MAX_CALL_ID_CHARS, MAX_DEPTH, MAX_ECHO_CHARS, MAX_ERRORS_PER_CALL
 from course.worlds import CREATE_INVOICE, Books
 

@@ -21,7 +21,7 @@ PACKAGE = ROOT / "toolkit"
 COURSE = ROOT / "course"      # scenery and panels: imported by notebooks, never by toolkit
 MAX_LINES = 350
 #: How far down the one-way street each part of the package sits.
-RANK = {"kernel": 0, "_": 0, "advice": 1, "effects": 1, "wire": 1, "files": 1, "live": 2, "mcp": 2, "worlds": 3,
+RANK = {"kernel": 0, "_": 0, "effects": 1, "wire": 1, "files": 1, "live": 2, "mcp": 2, "worlds": 3,
         "present": 4}
 #: What presentation code may not use: it draws what a concept module computed.
 NOT_IN_PRESENT = ("http", "socket", "sqlite3", "threading", "multiprocessing", "subprocess", "concurrent")
@@ -130,7 +130,7 @@ def test_the_kernel_holds_no_caps_sqlite_or_vendor_code():
 
 
 def test_concept_modules_never_import_scenery():
-    wrong = [f"{p.relative_to(ROOT)}:{line} imports {name}" for p in modules() if part_of(p) in ("kernel", "advice", "effects", "wire", "files")
+    wrong = [f"{p.relative_to(ROOT)}:{line} imports {name}" for p in modules() if part_of(p) in ("kernel", "effects", "wire", "files")
              for line, name in toolkit_imports(p) if name.startswith(("course.worlds", "course.present"))]
     assert wrong == []
 

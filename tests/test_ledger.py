@@ -6,6 +6,7 @@ import sqlite3
 import pytest
 
 import toolkit as tk
+from toolkit._codes import CODES
 from course.worlds import billing_service
 from course.worlds import CREATE_INVOICE, Books
 from course.worlds import race
@@ -393,7 +394,7 @@ def test_sqlite_errors_never_escape_the_ledger(tmp_path):
                        ledger.call_atomic("k", lambda c, a: {"x": 1}, {}),
                        ledger.record("k", {}, {"x": 1})):
             assert isinstance(answer, Answer) and answer.status is LedgerStatus.FAILED and not answer.ok
-            assert answer.error.code in tk.kernel.CODES and not answer.error.retryable
+            assert answer.error.code in CODES and not answer.error.retryable
             assert "claims are frozen" in answer.error.message
         assert runs == [], "a claim that could not be written runs nothing"
         assert ledger.entries() == [] and not ledger.conn.in_transaction
@@ -401,7 +402,7 @@ def test_sqlite_errors_never_escape_the_ledger(tmp_path):
         for answer in (ledger.call("k", lambda a: runs.append(1), {}),
                        ledger.call_atomic("k", lambda c, a: runs.append(1), {}),
                        ledger.reconcile("k", {}, lambda a: None), *ledger.reap(lambda key: None)):
-            assert isinstance(answer, Answer) and not answer.ok and answer.error.code in tk.kernel.CODES
+            assert isinstance(answer, Answer) and not answer.ok and answer.error.code in CODES
         assert runs == [] and ledger.release("k") is False
 
 
@@ -496,3 +497,36 @@ def test_a_result_with_keys_of_mixed_types_is_recorded_not_raised(tmp_path):
         again = ledger.call("k-mixed", lambda _: pytest.fail("a replay must not run the effect"), {"n": 1}, tool="t")
     assert first.status is LedgerStatus.RAN and again.status is LedgerStatus.REPLAYED
     assert again.result == {"1": "x", "b": 2}
+
+
+# ------------------------------------------------------------------ one rule under both ledgers
+
+@pytest.mark.parametrize("make", [lambda path: MemoryLedger(),
+                                  lambda path: SqliteLedger(path / "s.db")],
+                         ids=["memory", "sqlite"])
+def test_both_ledgers_run_a_new_key_through_the_kernels_invoke(make, tmp_path, monkeypatch):
+    """``call`` reaches the effect only through ``toolkit.kernel.ledger.invoke``."""
+    import toolkit.kernel.ledger as rule
+
+    seen, ran = [], []
+    real = rule.invoke
+
+    def spy(f, x, k, L):
+        seen.append((k, dict(L)))
+        return real(f, x, k, L)
+
+    monkeypatch.setattr(rule, "invoke", spy)
+    ledger = make(tmp_path)
+    effect = lambda x: ran.append(x) or {"invoice_id": "INV-1"}   # noqa: E731
+    first = ledger.call("invoice-431", effect, ARGS, tool="issue")
+    assert first.status is LedgerStatus.RAN and first.result == {"invoice_id": "INV-1"}
+    assert ran == [ARGS] and [k for k, _ in seen] == ["invoice-431"] and seen[0][1] == {}
+
+    def refuse(f, x, k, L):      # a rule that never runs f: the effect must not run either
+        return dict(L), "not run"
+
+    monkeypatch.setattr(rule, "invoke", refuse)
+    other = ledger.call("invoice-432", lambda x: ran.append(x),
+                        {**ARGS, "idempotency_key": "invoice-432"}, tool="issue")
+    assert other.status is LedgerStatus.RAN and other.result == "not run" and len(ran) == 1
+    getattr(ledger, "close", lambda: None)()

@@ -2,6 +2,7 @@
 import pytest
 
 import toolkit as tk
+from toolkit._codes import CODES
 from course.worlds import CREATE_INVOICE, Books
 
 BILLING = tk.Caller("agent-427", frozenset({"billing.write"}))
@@ -78,7 +79,7 @@ def test_contract_card_matches_the_chapter():
 
 
 def test_the_printed_product_shows_a_test_that_could_not_run_as_a_dash():
-    from toolkit.kernel import legal_line
+    from toolkit._printed import legal_line
     assert legal_line(0, 1, 1) == "legal = 0 x 1 x 1 = 0"          # the worked example, every test evaluated
     assert legal_line(1, 1, 1) == "legal = 1 x 1 x 1 = 1"
     malformed = tk.check(tk.request("create_invoice", {**GOOD, "amount": "100"}, call_id="c"), CREATE_INVOICE,
@@ -95,4 +96,4 @@ def test_pre_asks_two_questions_and_the_layer_map_says_so():
     assert [layer.test for layer in LAYERS] == ["schema_ok", "auth_ok", "Pre"]
     assert "ready" in LAYER_OF["Pre"].asks and "approval" in LAYER_OF["Pre"].asks
     assert set(PRE_QUESTIONS) == {"precondition_failed", "approval_required"}
-    assert all(tk.kernel.CODES[code] == LAYER_OF["Pre"].name for code in PRE_QUESTIONS)
+    assert all(CODES[code] == LAYER_OF["Pre"].name for code in PRE_QUESTIONS)

@@ -16,7 +16,8 @@ import pytest
 from processes import reply, serving
 
 import toolkit as tk
-from toolkit.kernel import Jitter, RetryPolicy, plan
+from toolkit.kernel import Jitter, RetryPolicy
+from course.worlds.waits import plan
 from toolkit.live import LiveRunError, chat_for, endpoint_from, make_client, run_task
 from toolkit._caps import MAX_RETRY_AFTER
 

@@ -14,7 +14,7 @@ import toolkit.wire as v
 from toolkit.live import (chat_for, contract_tool, helper_contrast, recorded_stream, recording, recording_names,
                           replay_server, run_task, sse_body)
 from toolkit.wire import fixture, strict_problems
-from toolkit.kernel import IdMap
+from toolkit._ids import IdMap
 
 openai_chat = pytest.importorskip("openai.types.chat")
 anthropic_types = pytest.importorskip("anthropic.types")

@@ -10,13 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
+from toolkit._codes import CODES
 import toolkit.kernel.read_file as ladder
 from hostile_paths import (CAP, HOSTILE, LEGIT, SECRETS, build_tree, file_opens, recording_opens, stray_opens,
                            within)
 from toolkit.kernel import READ_FILE_LAYERS, make_read_file
 from course.worlds.demo_tree import read_file_switch
 from toolkit._paths import AUTHORIZATION_KINDS, HINTS, allowed_extensions
-from toolkit.kernel import ReadRefused
+from toolkit._paths import ReadRefused
 from toolkit._workspace import Workspace
 from toolkit.kernel import LAYER_OF
 
@@ -279,7 +280,7 @@ def test_any_arguments_end_in_one_structured_result(tree, host, arguments):
         real = (tree.ws / result.output["resolved"]).resolve()
         assert real.is_relative_to(tree.ws) and len(file_opens(opens)) == 1
     else:
-        assert result.errors and all(e.code in tk.kernel.CODES for e in result.errors)
+        assert result.errors and all(e.code in CODES for e in result.errors)
         assert file_opens(opens) == []
 
 

@@ -7,7 +7,7 @@ import pytest
 import toolkit as tk
 import toolkit.kernel.scheduler as kernel_scheduler
 import toolkit.wire as sc
-from toolkit.kernel import canonical
+from toolkit._resources import canonical
 from toolkit.kernel import Assembler
 
 WRITE_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import toolkit as tk
-from toolkit.kernel import CODES
+from toolkit._codes import CODES
 from toolkit._caps import MAX_ERRORS_PER_CALL, MAX_NAME_CHARS, MAX_OPEN_CALLS
 from toolkit._show import is_secret_name
 from toolkit.kernel import COMPLETE, Refusal

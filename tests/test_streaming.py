@@ -7,12 +7,13 @@ from hypothesis import strategies as st
 
 import toolkit as tk
 from toolkit import _schema as schema
-from toolkit.kernel import not_a_call
-from toolkit.wire import AnthropicStream, OpenAIStream, SKETCH_FRAMES, anthropic_stream, frames, openai_stream
+from toolkit._ids import not_a_call
+from toolkit.wire import AnthropicStream, OpenAIStream, anthropic_stream, openai_stream
+from course.worlds.stream_replay import SKETCH_FRAMES, frames
 from toolkit.kernel import Assembler
 from toolkit._preview import Preview
 from toolkit.wire import fixture
-from toolkit.kernel import IdMap
+from toolkit._ids import IdMap
 from toolkit.kernel import Refusal
 
 READ_SCHEMA = {"type": "object",

@@ -144,7 +144,7 @@ def reads_attribute(name: str):
 def test_the_key_a_call_carries_is_looked_up_once():
     """Which idempotency key a call carries (beside it, or in the field its contract names) is ``carried_key``'s."""
     looked_up = places("toolkit/_json.py", reads_attribute("idempotency_field"))
-    assert [p for p in looked_up if not p.startswith("toolkit/_cards.py")] == []   # the card only prints the name
+    assert [p for p in looked_up if not p.startswith("toolkit/_printed.py")] == []   # the card only prints the name
 
 
 def test_confinement_is_written_once():

@@ -13,7 +13,7 @@ import toolkit.wire as v
 from course.worlds import CREATE_INVOICE
 from toolkit.wire import anthropic_stream, openai_stream
 from toolkit.wire import fixture
-from toolkit.kernel import IdMap
+from toolkit._ids import IdMap
 from toolkit.kernel import Refusal
 
 WRITE_SCHEMA = {"type": "object",

@@ -19,7 +19,8 @@ from toolkit._caps import (MAX_CALL_ID_CHARS, MAX_DEPTH, MAX_ERRORS_PER_CALL, MA
                            MAX_OPEN_CALLS)
 from course.present.stream_panel import moment_text
 from toolkit.wire import AnthropicStream, OpenAIStream, SSEDecoder, StreamBroken, anthropic_stream, openai_stream, pairing_problems, run_round
-from toolkit.kernel import Assembler, IdMap
+from toolkit.kernel import Assembler
+from toolkit._ids import IdMap
 from course.worlds import replay
 from toolkit.kernel import Refusal
 from toolkit._stream_guards import capped_errors

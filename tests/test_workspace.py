@@ -344,7 +344,7 @@ def test_any_string_is_read_inside_or_refused_with_a_structured_error(tree, ws, 
 def test_every_file_tool_climbs_the_same_ladder(tree):
     from toolkit.kernel import ToolError
     from toolkit.files import find_module, resolve_in_workspace
-    from toolkit.kernel import locate
+    from toolkit._workspace import locate
 
     real, relative = locate(tree.ws, "src/config.ts")
     assert (real, relative) == (tree.ws.resolve() / "src/config.ts", PurePosixPath("src/config.ts"))

@@ -1,27 +1,17 @@
 """toolkit: tool calling as a contract (every chapter imports it as ``tk``).
 
-A tool call is a request, not an action. The model proposes
-``(name, arguments, call id)``; the host checks it against a ``Contract``
-(schema -> permission/path -> business/approval), executes or refuses it,
-and returns one ``ToolResult`` per call id.
+The model proposes ``(name, arguments, call id)``; the host checks it against a ``Contract``,
+executes or refuses it, and returns one ``ToolResult`` per call id.
 
-The package is laid out by how far a reader needs to go:
-
-    kernel/   chapters 01-08  the rules, one per file, formula first (``toolkit/READING.md`` is the reading path)
-    _*.py     hardening the kernel calls, one function each: caps, echoes and redaction, JSON and
-              fingerprints, schemas and ECMA patterns, call-id rules, path refusals, stream guards
-    advice/   chapters 02-06  what the chapters advise: the usual causes of refusals, the safeguards a task needs
+    kernel/   chapters 01-08  the rules, one per file, formula first (``toolkit/READING.md``)
+    _*.py     the hardening the kernel calls: caps, echoes, JSON, schemas, ids, paths, streams
     effects/  chapters 05-07  the durable ledger, timeouts, records, audit, metrics
     wire/     chapters 01, 08 SSE framing, vendor formats and streams, pairing, running a round
     files/    chapters 01, 03 edit_file, exports, the open witness, import claims
-    live/     chapter 09      a real model through the official SDKs, the same loop, offline on recordings
-    mcp/      chapter 09      the course's tools served over MCP, and the contract host in front of any MCP server
+    live/     chapter 09      a real model through the official SDKs, offline on recordings
+    mcp/      chapter 09      the course's tools over MCP, and the contract host before any server
 
-Scenery and panels live outside the library, in the ``course`` package beside it.
-Every name below is imported by name from the module that defines it, so an editor's
-"go to definition" on ``tk.Host`` lands on the class; ``__all__`` is read off these imports.
-Importing ``toolkit`` is light: the kernel and the durable ledger, nothing that draws.
-"""
+Scenery and panels live in ``course``. ``__all__`` is read off the imports below; it stays light."""
 
 from types import ModuleType as _ModuleType
 
@@ -36,7 +26,6 @@ from toolkit.kernel.choice import Choice, Option, choose, expected_value, govern
 from toolkit.kernel.read_file import confine, make_read_file, read_confined
 from toolkit.kernel.ledger import Answer, Ledger, LedgerStatus, MemoryLedger, invoke
 from toolkit.kernel.backoff import RetryController, RetryPolicy, RetryState, retry_verdict, step
-from toolkit._retry_walk import plan
 from toolkit.kernel.stream import COMPLETE, CUT, Refusal, completion_problem
 from toolkit.kernel.scheduler import Plan, conflict, resources, schedule
 from toolkit.effects.sqlite_ledger import SqliteLedger

@@ -1,14 +1,9 @@
-"""Chapter 05: a ledger's answer as a model and a reader see it: the ``ToolResult`` for a call id, and one line.
+"""Chapter 05: a ledger's answer as a model sees it: the ``ToolResult`` for a call id.
 
-    answer_result(answer, call_id) = the tool's own result (re-addressed) | succeeded with the stored output
-                                     | the refusal's status and failure class (the table below)
-
-``Answer.to_result`` and ``Answer.line`` (``toolkit.kernel.ledger``) are these two functions; the kernel's
-ledger never needs either to decide what runs.
-"""
+``Answer.to_result`` (``toolkit.kernel.ledger``) is ``answer_result``: the tool's own result
+re-addressed, the stored output as succeeded, or the refusal's status and failure class."""
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import Any
 
@@ -40,10 +35,3 @@ def answer_result(answer: Any, call_id: str) -> ToolResult:
     return ToolResult(call_id, status, failure_class=failure_class, errors=(error,) if error else (),
                       reason=error.code if error else status_name)
 
-
-def answer_line(answer: Any) -> str:
-    """One printable line, e.g. ``invoice-431: replayed -> {"invoice_id": "INV-9"}``, or the refusal's error."""
-    if answer.ok:
-        shown = answer.result.to_dict() if isinstance(answer.result, ToolResult) else answer.result
-        return f"{answer.key}: {answer.status.value} -> {json.dumps(shown, sort_keys=True, default=str)}"
-    return f"{answer.key}: {answer.status.value} ({answer.error.line() if answer.error else ''})"

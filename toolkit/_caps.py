@@ -29,14 +29,11 @@ MAX_NAME_BYTES = 255
 MAX_CALL_LINE_CHARS = 80
 #: The most characters of a record's one-line argument summary (execution records, audit rows, live rounds).
 MAX_SUMMARY_CHARS = 120
-#: The most characters of one streamed fragment or token a replay line shows: shorter than an echo, since a
-#: chapter 08 replay line (and a chapter 03 mask line) holds a fragment beside the call it belongs to.
+#: The most characters of one streamed fragment or token a replay line shows (beside its call).
 MAX_FRAGMENT_CHARS = 40
-#: The longest tool description kept from an MCP server's tools/list: a description is shown to a model, so a
-#: server cannot fill the model's context through it.
+#: The longest tool description kept from an MCP server's tools/list (it is shown to a model).
 MAX_DESCRIPTION_CHARS = 1000
-#: The most characters of an MCP server's own error text a failed call repeats: longer than an echo, since that
-#: text is the only account the host has of what went wrong on the far side.
+#: The most characters of an MCP server's own error text a failed call repeats (its only account).
 MAX_SERVER_ERROR_CHARS = 200
 #: The longest idempotency key accepted (keys are names, not payloads).
 MAX_KEY_LENGTH = 200
@@ -59,4 +56,3 @@ MAX_REPLY_TEXT_CHARS = 1_000_000
 MAX_REPLY_ARGUMENT_BYTES = 4 * MAX_ARGUMENT_BYTES
 REPLY_DEADLINE = 300.0
 
-__all__ = ["CUT_MARK", "LOG_KEEP", "MAX_ANSWER_BYTES", "MAX_ARGUMENT_BYTES", "MAX_CALL_ID_CHARS", "MAX_CALL_LINE_CHARS", "MAX_DEPTH", "MAX_DESCRIPTION_CHARS", "MAX_ECHO_CHARS", "MAX_ERRORS_PER_CALL", "MAX_EVENT_BYTES", "MAX_FILE_BYTES", "MAX_FRAGMENT_CHARS", "MAX_KEY_LENGTH", "MAX_NAME_BYTES", "MAX_NAME_CHARS", "MAX_OPEN_CALLS", "MAX_PAGES", "MAX_PATH_BYTES", "MAX_REPLY_ARGUMENT_BYTES", "MAX_REPLY_TEXT_CHARS", "MAX_RETRY_AFTER", "MAX_SECRETS_REMEMBERED", "MAX_SERVER_ERROR_CHARS", "MAX_SUMMARY_CHARS", "REPLY_DEADLINE"]

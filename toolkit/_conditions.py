@@ -1,10 +1,6 @@
 """Chapter 02: running a contract's conditions so that a broken one refuses and never lets a call through.
 
-A condition is the tool author's code: it may raise, return ``None``, or return a ``ToolError`` with a better
-pointer. ``condition_errors`` turns every answer but ``True`` into a structured error the model can read. Guards
-and preconditions are asked ``(arguments, world)`` before a call runs; postconditions ``(arguments, output,
-world)`` after it ran (the host's ``postcondition_failed``).
-"""
+Every answer but ``True`` (an exception, ``None``, a ``ToolError``) becomes a structured error."""
 from __future__ import annotations
 
 from typing import Any, Iterable
@@ -28,6 +24,3 @@ def condition_errors(conditions: Iterable[Any], code: str, *inputs: Any) -> list
             errors.append(ToolError(code, pointer, f"{condition.name} not met (requires: {condition.description})",
                                     expected=condition.description, received="not satisfied"))
     return errors
-
-
-__all__ = ["condition_errors"]

@@ -1,10 +1,7 @@
 """Chapter 02: a contract's argument schema read off a typed Python function (``Contract.from_function``).
 
-* every parameter is declared from its type hint (``str``, ``int``, ``float``, ``bool``, ``list[str]``,
-  ``Literal[...]``, ...); a parameter without a hint, ``*args``, ``**kwargs``, an object or a model is refused
-  when the contract is declared, never when a call arrives;
-* ``additionalProperties`` is false and every parameter is required unless it has a default.
-"""
+Every parameter needs a type hint; ``*args``, ``**kwargs``, objects and models are refused when the
+contract is declared. The schema is closed; a parameter without a default is required."""
 from __future__ import annotations
 
 import inspect
@@ -50,8 +47,7 @@ def function_schema(function: Callable[..., Any]) -> dict[str, Any]:
 
 def function_fields(function: Callable[..., Any], name: str | None, description: str | None,
                     fields: dict[str, Any]) -> dict[str, Any]:
-    """The fields of ``Contract.from_function``: the schema off the hints, the name, the docstring's first
-    paragraph; an ``idempotency_field`` that is not a parameter is refused."""
+    """``Contract.from_function``'s fields: the schema off the hints, the name, the description."""
     schema = function_schema(function)
     key = fields.get("idempotency_field", "")
     if key and key not in schema["properties"]:
@@ -59,6 +55,3 @@ def function_fields(function: Callable[..., Any], name: str | None, description:
     text = description if description is not None else inspect.getdoc(function) or ""
     return {"name": name or function.__name__, "description": text.split("\n\n")[0].strip(), "schema": schema,
             **fields}
-
-
-__all__ = ["function_fields", "function_schema", "parameter_schema"]

@@ -1,10 +1,7 @@
 """Chapters 00-08: how each part of the package names its public parts, loading a module only when it is used.
 
-Every sub-package's ``__init__`` is a table, ``{module: (names it defines, ...)}``.
-``from toolkit.effects import SqliteLedger`` finds ``SqliteLedger`` in that table
-and imports ``toolkit.effects.sqlite_ledger`` then, not before, so ``import toolkit``
-stays light however large the package grows.
-"""
+Every sub-package's ``__init__`` is a table ``{module: (names it defines, ...)}``; a module is
+imported on first use of one of its names, so ``import toolkit`` stays light."""
 from __future__ import annotations
 
 from importlib import import_module

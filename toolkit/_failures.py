@@ -1,8 +1,6 @@
 """Chapter 06: reading a failure: what each failed status means and what each failure class points at.
 
-The chapter's failure-type table, as data: a notebook prints it, a test holds it to the notebook. What the
-model may do next after each status (``NEXT_STEP``) is part of the rule and stays in ``toolkit.kernel.call``.
-"""
+The chapter's failure-type table, as data; ``NEXT_STEP`` is the rule's (``toolkit.kernel.call``)."""
 from __future__ import annotations
 
 from toolkit.kernel.call import FailureClass, Status
@@ -25,5 +23,3 @@ POINTS_AT: dict[FailureClass, str] = {
     FailureClass.TIMEOUT: "the agent is unsure of the external state",
     FailureClass.EXECUTION: "the tool or the service hit trouble while running",
 }
-
-__all__ = ["MEANING", "POINTS_AT"]

@@ -1,16 +1,8 @@
 """Chapters 01 and 08: call ids: refusals for hostile ids and names, one id rule per round, and the id table.
 
-A model can put anything where a call goes: ``None``, a dict, a name of ten million
-characters, bytes, an id that is a number or empty, the same id twice. The host never
-raises on any of it, never matches or echoes more than the caps in ``toolkit._caps``
-allow, and answers with one ``ToolError`` a model (and a log) can read.
-
-``round_refusals`` is the one id rule every round runner applies (``Host.run_round``,
-the scheduler and so ``toolkit.wire.run_round``, the MCP host): two calls sharing an id
-are both refused, with one message (``duplicate_call_id_error``, which the stream
-assembler and the vendor readers use too). ``IdMap`` is the table between the
-toolkit's own ids and the ids each vendor sent.
-"""
+Whatever a model puts where a call goes, the host never raises and never echoes past the caps.
+``round_refusals`` is every runner's id rule (calls sharing an id are all refused);
+``request_problem`` is what ``check`` turns away untested; ``IdMap`` maps vendor ids to ours."""
 from __future__ import annotations
 
 import difflib
@@ -48,11 +40,7 @@ def mint_call_id(ids: CallIds | None = None) -> str:
 
 
 def call_id_problem(call_id: Any) -> str | None:
-    """Why ``call_id`` cannot pair a result with its request, or ``None`` when it can.
-
-    A call id is non-empty text of at most ``MAX_CALL_ID_CHARS`` characters that UTF-8 can hold: it is
-    echoed in every result, stored in ledgers and audit logs, and matched by equality.
-    """
+    """Why ``call_id`` cannot pair a result with its request, or ``None`` when it can."""
     if not isinstance(call_id, str):
         return f"a call id must be text, not {type(call_id).__name__ if call_id is not None else 'null'}"
     if not call_id:
@@ -72,8 +60,7 @@ def shown_call_id(call_id: Any) -> str:
 
 
 def shown_name(name: Any) -> str:
-    """The tool name a record or a transcript may show: the name itself when it is short, encodable text,
-    else its short, safe echo."""
+    """The tool name a record may show: the name when short, encodable text, else a safe echo."""
     if isinstance(name, str) and len(name) <= MAX_NAME_CHARS and not SURROGATE.search(name):
         return name
     return echo_text(name)
@@ -98,14 +85,13 @@ def duplicate_call_id_error(call_id: Any, pointer: str = "$.call_id") -> ToolErr
 
 
 def round_refusals(items: Sequence[Any]) -> tuple[list[str], dict[int, ToolError]]:
-    """The round's id rule, one for every runner: the id each item is answered under, and why items may not run.
+    """The round's id rule, for every runner: the id each item is answered under, and why items may
+    not run.
 
-    Refused, by position: every item of a round over ``MAX_OPEN_CALLS``; something that is not a ``ToolCall``;
-    a call whose id cannot pair a result (``call_id_error``); and *every* call whose id another call of the round
-    also sends (results are paired by id, so neither could be told apart). An item is answered under its own
-    id when usable (calls sharing one keep it); otherwise under a placeholder (``?3`` for item 3) no other
-    item uses, so results still pair one to one with the items.
-    """
+    Refused, by position: items over ``MAX_OPEN_CALLS``, non-calls, unusable ids, and *every*
+    call whose id another call also sends. An item is answered under its own id when usable, else
+    under a placeholder (``?3`` for item 3) no other item uses, so results still pair one to one
+    with the items."""
     items = list(items)
     ids = [getattr(item, "call_id", None) for item in items]
     usable = [call_id_problem(call_id) is None for call_id in ids]
@@ -167,11 +153,7 @@ def not_a_call(obj: Any) -> ToolResult:
 
 
 def unknown_tool_error(name: Any, declared: Iterable[str]) -> ToolError:
-    """The refusal for a name no declared tool has, with the nearest declared names as a hint.
-
-    A name longer than ``MAX_NAME_CHARS`` is neither fuzzy-matched nor echoed whole; a name that is not
-    text is shown by its type only.
-    """
+    """The refusal for an undeclared tool name, the nearest declared names as a hint."""
     names = sorted(declared)
     shown = echo_text(name)
     if not isinstance(name, str):
@@ -187,14 +169,7 @@ def unknown_tool_error(name: Any, declared: Iterable[str]) -> ToolError:
 
 @dataclass
 class IdMap:
-    """Internal call ids and the vendor ids they answer to, in both directions.
-
-    ``internal(vendor, vendor_id)`` gives the toolkit's id for a vendor's id
-    (minting ``call_1``, ``call_2``, ... on first sight, the same answer every
-    time after). ``external(call_id, vendor)`` gives the id to write back: the
-    vendor's own id when the call came from that vendor, else the internal id,
-    which every vendor accepts.
-    """
+    """Internal call ids (``call_1``, minted on first sight) and the vendor ids they answer to."""
 
     prefix: str = "call"
     _ids: CallIds = field(init=False, repr=False)
@@ -246,6 +221,13 @@ def id_key(vendor_id: Any) -> Any:
     return (type(vendor_id).__name__, vendor_id)
 
 
-__all__ = ["CallIds", "call_id_error", "call_id_problem", "duplicate_call_id_error", "id_key", "IdMap", "not_a_call",
-           "not_a_call_error", "mint_call_id", "refusal_result", "round_refusals", "SAFE_ID", "shared_ids",
-           "shown_call_id", "shown_name", "unknown_tool_error"]
+def request_problem(call: Any, contract: Any, declared: Iterable[str]) -> ToolError | None:
+    """Why ``call`` cannot even be tested (not a call, an unusable id, undeclared), or ``None``."""
+    if not isinstance(call, ToolCall):
+        return not_a_call_error(call)
+    bad_id = call_id_error(call.call_id)
+    if bad_id is not None:
+        return bad_id
+    if contract is None or contract.name != call.name:
+        return unknown_tool_error(call.name, declared)
+    return None

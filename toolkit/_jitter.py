@@ -1,18 +1,12 @@
 """Chapter 06: jitter, the random part of a wait, drawn from the controller's delay ``d``.
 
-Many clients that fail together and wait exactly ``d`` come back together, a
-wave that can knock the service over again. Jitter draws each wait at random
-around ``d`` instead; the controller in ``toolkit.kernel.backoff`` reaches this
-module through ``jitter_wait`` alone:
+Clients that fail together and wait exactly ``d`` come back together; jitter draws each wait around
+``d`` instead (``toolkit.kernel.backoff`` reaches this module through ``jitter_wait`` alone):
 
     none           exactly d
     full           uniform on [0, d]
     equal          d/2 plus uniform on [0, d/2]
-    decorrelated   uniform on [d0, 3 * previous wait], capped at d_max
-
-Every draw comes from a seeded ``random.Random``, so a notebook prints the
-same waits on every run.
-"""
+    decorrelated   uniform on [d0, 3 * previous wait], capped at d_max"""
 from __future__ import annotations
 
 import random
@@ -42,6 +36,3 @@ def jitter_wait(jitter: Jitter, d: float, d0: float, d_max: float | None, last_w
         return d / 2 + rng.uniform(0.0, d / 2)
     wait = rng.uniform(d0, 3 * (last_wait if last_wait is not None else d0))
     return wait if d_max is None else min(d_max, wait)
-
-
-__all__ = ["Jitter", "jitter_wait"]

@@ -3,20 +3,11 @@
     parsed_arguments(x) = the JSON value x names, whether x is a dict or JSON text
     fingerprint(x)      = sha256(canonical JSON of that value)
 
-Arguments arrive as a dict or as JSON text (the form vendors deliver).
-``parsed_arguments`` is the one function that turns either into the parsed
-value; the ledger, the loop, the retry controller and the timeout rules all
-read the arguments through it, so text and a dict name the same call. Two
-calls whose arguments are the same JSON value get the same fingerprint
-however they were written (``{"b": 1, "a": 100.0}`` and ``{"a": 100, "b": 1}``),
-so a ledger catches the same key with other arguments as a conflict.
-
-A key may travel beside the call (``ToolCall.idempotency_key``) or inside its
-arguments, in the field the contract names (``carried_key``); if both carry a
-key they must agree. ``check_call`` is the input check every ledger shares:
-it answers with a structured ``ToolError`` instead of raising, since a model
-sent these and a model is told what to fix.
-"""
+Every reader of arguments (ledgers, the loop, retries, timeouts) goes through
+``parsed_arguments``, so text and a dict name the same call, and ``{"b": 1, "a": 100.0}`` and
+``{"a": 100, "b": 1}`` share a fingerprint. A key travels beside the call or in the field the
+contract names (``carried_key``); both must agree. ``check_call`` is every ledger's input check,
+answering with a ``ToolError``."""
 from __future__ import annotations
 
 import hashlib
@@ -31,11 +22,7 @@ from toolkit._show import pointer_for
 
 
 def parsed_arguments(arguments: Any) -> Any:
-    """The JSON value a call's arguments name: a dict as given, JSON text of an object parsed.
-
-    Text that does not parse to an object (with the caps the schema layer
-    applies) comes back unchanged, so a caller can still show or compare it.
-    """
+    """The JSON value the arguments name: a dict as given, JSON text of an object parsed."""
     if isinstance(arguments, (str, bytes, bytearray)):
         parsed, errors = parse_arguments(arguments)
         return arguments if errors else parsed
@@ -43,11 +30,7 @@ def parsed_arguments(arguments: Any) -> Any:
 
 
 def carried_key(call: Any, contract: Any = None, arguments: Any = None) -> str | ToolError | None:
-    """The key ``call`` carries, ``None`` when it carries none, or a ``ToolError`` when its two keys disagree.
-
-    ``arguments`` (optional) are the already-parsed arguments; without them the
-    call's own arguments are parsed here (``parsed_arguments``).
-    """
+    """The key ``call`` carries, ``None``, or a ``ToolError`` when its two keys disagree."""
     field = getattr(contract, "idempotency_field", "") or ""
     if arguments is None:
         arguments = parsed_arguments(getattr(call, "arguments", None))
@@ -61,11 +44,7 @@ def carried_key(call: Any, contract: Any = None, arguments: Any = None) -> str |
 
 
 def check_call(key: Any, arguments: Any, tool: Any, principal: Any) -> tuple[ToolError | None, Any, str]:
-    """The input every ledger call shares, checked in one pass: ``(error, parsed arguments, fingerprint)``.
-
-    The arguments are parsed here once (``parsed_arguments``) and the ledger
-    works on that value from then on. ``error`` is None for usable input.
-    """
+    """Every ledger call's input in one pass: ``(error or None, parsed arguments, fingerprint)``."""
     for name, value in (("tool", tool), ("principal", principal)):
         if not isinstance(value, str):
             return ToolError("wrong_type", f"$.{name}", f"{name} must be a string", expected="string",
@@ -84,11 +63,7 @@ def fingerprint(arguments: Any) -> str:
 
 
 def canonical_json(arguments: Any) -> str:
-    """One text per JSON value: sorted keys, no spaces, ``100.0`` written as ``100``.
-
-    Raises ``ValueError`` for anything JSON cannot hold (``check_arguments``
-    turns that into a structured error).
-    """
+    """One text per JSON value: sorted keys, no spaces, ``100.0`` as ``100``."""
     try:
         value = _canonical(arguments)
     except _NotJson as exc:
@@ -130,16 +105,12 @@ def check_arguments(arguments: Any) -> ToolError | None:
 
 
 def same_arguments(a: Any, b: Any) -> bool:
-    """True when two calls' arguments are the same JSON value, each given as a dict or as JSON text.
-
-    Arguments that are not JSON values are the same only when they are equal as given.
-    """
+    """True when two calls' arguments are the same JSON value (dict or JSON text)."""
     pa, pb = parsed_arguments(a), parsed_arguments(b)
     (error_a, digest_a), (error_b, digest_b) = checked_fingerprint(pa), checked_fingerprint(pb)
     return pa == pb if error_a or error_b else digest_a == digest_b
 
 
-# --------------------------------------------------------------------------- canonical values
 
 class _NotJson(Exception):
     def __init__(self, path: tuple, found: str, why: str):
@@ -148,11 +119,7 @@ class _NotJson(Exception):
 
 
 def _canonical(value: Any, path: tuple = ()) -> Any:
-    """Equal JSON values get equal Python values: integral floats become ints, tuples lists.
-
-    Nesting is capped by ``toolkit._caps.MAX_DEPTH``, the same cap the schema
-    layer puts on arguments.
-    """
+    """Equal JSON values get equal Python values (integral floats ints, tuples lists)."""
     if len(path) > MAX_DEPTH:
         raise _NotJson(path, "deeper nesting", f"nests deeper than {MAX_DEPTH} levels")
     if value is None or isinstance(value, (bool, str, int)):
@@ -181,7 +148,3 @@ def _not_json(exc: _NotJson) -> ToolError:
     return ToolError("not_serializable", pointer_for(exc.path), exc.why,
                      expected="JSON values only (object, array, string, finite number, true/false, null)",
                      received=exc.found, hint="send plain JSON values", retryable=False)
-
-
-__all__ = ["canonical_json", "carried_key", "check_arguments", "check_call", "check_key", "checked_fingerprint",
-           "fingerprint", "parsed_arguments", "same_arguments"]

@@ -1,25 +1,9 @@
 """Chapter 01: rung 3's hardening: opening, reading and writing a file without following a link.
 
-``toolkit.kernel.read_file`` states rung 3 (open the real path component by
-component, no link followed, the same regular file before and after the open,
-at most the cap read); this module does the system calls for it:
-
-* ``plain_relative(relative, expected)`` refuses what rung 3 never opens (an
-  absolute path, a ``..``, the workspace itself) and says how rung 3 refuses;
-* ``folder(root, parts, refuse)`` opens the workspace and then each folder with
-  ``O_DIRECTORY | O_NOFOLLOW`` relative to the one before it, and yields the
-  last descriptor (a context manager: every descriptor is closed on the way out);
-* ``read_nofollow(dir_fd, name, cap, refuse)`` ``lstat``-s the name (a link,
-  FIFO, device, socket, directory or oversized file is refused unopened),
-  opens it with ``O_NOFOLLOW | O_NOCTTY | O_NONBLOCK``, ``fstat``-s it (the
-  same inode, still small and regular) and reads at most ``cap + 1`` bytes;
-* ``write_nofollow(dir_fd, name, data, refuse)`` writes beside it: a temporary
-  file made with ``O_CREAT | O_EXCL | O_NOFOLLOW`` in the same folder, flushed
-  with ``fsync``, then renamed over the name relative to the folder's
-  descriptor. A name that is a link, or not a regular file, is refused.
-
-Errors name the ``errno`` only (``ENOENT``), never an absolute path.
-"""
+The system calls of rung 3 (``toolkit.kernel.read_file``): ``folder`` opens each folder with
+``O_DIRECTORY | O_NOFOLLOW``, ``read_nofollow`` refuses a link, FIFO, device or oversized file
+unopened and checks the same inode after opening, ``write_nofollow`` writes a temporary file and
+renames it over. Errors name the ``errno`` only, never an absolute path."""
 from __future__ import annotations
 
 import errno
@@ -32,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, Callable, Iterator
 
-from toolkit._paths import PathRefused, describe_entry, shown
+from toolkit._paths import PathRefused, describe_entry
 
 Refuse = Callable[[str, str], PathRefused]
 
@@ -96,7 +80,7 @@ def plain_relative(relative: PurePosixPath | str, expected: str) -> tuple[PurePo
     rel = PurePosixPath(relative)
 
     def refuse(kind: str, why: str) -> PathRefused:
-        return PathRefused(3, kind, shown(str(relative)), why, expected)
+        return PathRefused(3, kind, str(relative), why, expected)
 
     if rel.is_absolute() or ".." in rel.parts:
         raise refuse("traversal", "rung 3 opens only plain relative paths")
@@ -189,11 +173,7 @@ def _read_at_most(fd: int, limit: int) -> bytes:
 
 
 def write_nofollow(dir_fd: int, name: str, data: bytes, refuse: Refuse) -> None:
-    """Replace ``name`` inside the open folder ``dir_fd`` with ``data``: temporary file, ``fsync``, rename.
-
-    The name must be absent or a regular file (a link is refused, never written
-    through); an existing file's permission bits are kept.
-    """
+    """Replace ``name`` in the folder ``dir_fd`` with ``data``: a temporary file, fsync, rename."""
     before = stat_entry(name, dir_fd)
     if before is not None and stat.S_ISLNK(before.st_mode):
         raise refuse("symlink", "it is a symbolic link")
@@ -221,7 +201,3 @@ def write_nofollow(dir_fd: int, name: str, data: bytes, refuse: Refuse) -> None:
         except OSError:
             pass
         raise
-
-
-__all__ = ["FileRead", "Refuse", "SUPPORTED", "errno_name", "folder", "read_nofollow",
-           "stat_entry", "write_nofollow"]

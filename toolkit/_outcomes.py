@@ -4,13 +4,8 @@
                        ("release", ·)   f says nothing happened: the key is free again
                        ("pending", ·)   nobody knows whether it happened: keep the claim
 
-A returned value is done, except a ``ToolResult`` that says nothing happened
-(rejected, recoverable failure, cancelled: release) or that nobody knows
-(timeout: pending). A raised ``ToolFailure`` is the tool's own word; any other
-exception leaves the outcome unknown. Failure text (a raised failure's, a
-returned result's errors) is scrubbed of the call's secret values before a
-ledger stores it or an answer carries it.
-"""
+A raised ``ToolFailure`` is the tool's own word; any other exception leaves the outcome unknown.
+Failure text is scrubbed of the call's secret values before a ledger stores it."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -53,6 +48,3 @@ def _mask_error(error: ToolError, secrets: Iterable[str]) -> ToolError:
     cleaned = {name: scrub(getattr(error, name), values)
                for name in ("code", "message", "expected", "received", "hint") if isinstance(getattr(error, name), str)}
     return replace(error, **cleaned)
-
-
-__all__ = ["run_effect"]

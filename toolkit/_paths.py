@@ -1,20 +1,9 @@
 """Chapter 01: how the path ladder says no: ``PathRefused``, its kinds, their hints and failure classes.
 
-Every rung of ``toolkit.kernel.read_file`` refuses the same way: it raises
-``PathRefused(rung, kind, shown, why, expected)``. The refusal carries, as
-fields a program can read, the rung that refused (``rung``, 1-3) and the kind
-of refusal (``kind``, a key of ``HINTS``); and, as the structured form a model
-is shown, a ``toolkit.kernel.ToolError`` with code ``path_refused``, pointer
-``$.path``, the message ``rung N (name) refused <path>: <why>`` and the hint
-that goes with the kind. Messages name paths only relative to the workspace:
-``shown`` never echoes an absolute path. The executor of ``make_read_file``
-raises the same refusal as a ``ReadRefused``, a ``ToolFailure`` that keeps its rung.
-
-``text_problem`` is rung 1's first question (is the path plain text at all?).
-The business layer's refusals live here too: ``no_readable_file`` (the path is
-fine, but no small regular file is there, with a hint to switch tools) and
-``allowed_extensions`` (a rule a read_file can be given).
-"""
+Every rung raises ``PathRefused(rung, kind, path, why, expected)``: ``rung`` and ``kind`` for a
+program, ``error`` for a model (never an absolute path). The kernel reaches this module through
+``PathRefused`` alone (``of_text``: rung 1's first question; ``failure``: the executor's
+``ReadRefused``). The business layer's refusals live here too."""
 from __future__ import annotations
 
 import os
@@ -61,12 +50,23 @@ AUTHORIZATION_KINDS = frozenset({"not_text", "empty", "nul", "control", "backsla
 class PathRefused(Exception):
     """A rung refused a path. ``rung`` and ``kind`` say where and why; ``error`` is what a model is shown."""
 
-    def __init__(self, rung: int, kind: str, shown: str, why: str, expected: str):
+    def __init__(self, rung: int, kind: str, path: object, why: str, expected: str):
         self.rung, self.kind, self.why = rung, kind, why
-        message = f"rung {rung} ({RUNG_NAMES[rung]}) refused {shown}: {why}"
-        self.error = ToolError("path_refused", "$.path", message, expected=expected, received=shown,
-                               hint=HINTS[kind][1], retryable=kind == "changed")
+        message = f"rung {rung} ({RUNG_NAMES[rung]}) refused {shown(path)}: {why}"
+        self.error = ToolError("path_refused", "$.path", message, expected=expected,
+                               received=shown(path), hint=HINTS[kind][1],
+                               retryable=kind == "changed")
         super().__init__(message)
+
+    @classmethod
+    def of_text(cls, path: object, expected: str) -> "PathRefused | None":
+        """Rung 1's first question: the refusal when ``path`` is not plain path text, or None."""
+        problem = text_problem(path)
+        return cls(1, problem[0], path, problem[1], expected) if problem else None
+
+    def failure(self) -> "ReadRefused":
+        """This refusal as the executor raises it: a ``ToolFailure`` (``ReadRefused``)."""
+        return ReadRefused(self)
 
     @property
     def rung_name(self) -> str:
@@ -91,8 +91,7 @@ class ReadRefused(ToolFailure):
 
 
 def shown(path: object) -> str:
-    """How a requested path appears in messages: shortened (``shorten``), then quoted and escaped; absolute
-    paths not echoed."""
+    """A requested path as messages show it: shortened, quoted, escaped; never an absolute path."""
     if not isinstance(path, str):
         return f"a non-string ({json_type(path)})"
     if path.startswith("/"):

@@ -1,24 +1,10 @@
 """Chapters 01 and 08: a preview is not a call: what a display may show while a call is still arriving.
 
-While fragments arrive, the only honest things to show are the text so far
-and the keys whose names have fully arrived. ``Preview`` holds exactly that
-and is a different type from ``ToolCall``, so an executor handed one refuses
-it (``toolkit.kernel.not_a_call``). ``KeyScanner`` finds the keys in
-partial JSON incrementally: each character is read once, however many
-previews are asked for.
-
-A preview is shown, so it obeys the redaction rule (``toolkit._show``)
-even before the JSON is whole: once a key whose name looks secret (``token``,
-``password``, ...) has arrived, its value is replaced by ``"[redacted]"`` in
-the preview's text, whatever comes next; once that value is complete, later text
-that repeats it is masked too, and so is anything shaped like a credential. (A
-free-text field that repeats a secret *before* the secret's own field arrives
-cannot be recognised yet: nothing has said the words are a secret.)
-
-Hardening: the scanner tracks at most ``MAX_DEPTH`` levels of nesting (keys
-deeper than that are not listed) and remembers the keys it has listed in a set,
-so neither deep nesting nor many keys make a preview slower than the text is long.
-"""
+Only the text so far and the keys whose names have fully arrived: ``Preview`` holds exactly that
+and is not a ``ToolCall``, so an executor refuses it. ``KeyScanner`` reads each character once,
+however many previews are asked for, tracks at most ``MAX_DEPTH`` levels, and applies the
+redaction rule (``toolkit._show``) before the JSON is whole: a secret-named key's value is masked
+whatever comes next, and later repeats of it and credential shapes too."""
 from __future__ import annotations
 
 import json
@@ -40,13 +26,7 @@ STOPPED = " [preview stopped: too many secret values to mask]"
 
 @dataclass(frozen=True)
 class Preview:
-    """What a progress display may show while a call is still arriving.
-
-    Deliberately *not* a ``ToolCall``: it has no ``arguments``, only ``text``
-    (the characters so far, secret-named values masked) and ``keys`` (JSON
-    paths of the keys whose names have fully arrived, e.g. ``$.path``). No
-    value is ever guessed: a half-sent ``"amount": 1`` may be the start of ``100``.
-    """
+    """What a display may show of a call still arriving: ``text`` (secrets masked) and ``keys``."""
 
     index: int
     call_id: str | None
@@ -63,12 +43,7 @@ class Preview:
 
 
 class KeyScanner:
-    """Finds the keys in partial JSON text, incrementally (each character is read once), and masks secrets.
-
-    ``keys`` lists the JSON paths of the keys seen so far, each once, in order;
-    ``text()`` is the text fed so far with the value of every secret-named key
-    replaced by ``MASK`` (and credential-shaped text masked).
-    """
+    """Finds the keys in partial JSON incrementally (``keys``) and masks secrets (``text()``)."""
 
     _OUTSIDE = re.compile(r'[{}\[\]",:]')
     _INSIDE = re.compile(r'["\\]')
@@ -95,12 +70,8 @@ class KeyScanner:
         self._flooded = False              # too many secret values to mask cheaply: show no more text
 
     def text(self) -> str:
-        """The text so far as a display may show it: secret values masked, credential shapes masked.
-
-        Masking credential shapes is incremental too: text is settled (masked
-        once, never re-read) up to the last character that cannot belong to a
-        credential still arriving; at most ``_UNSETTLED`` characters wait.
-        """
+        """The text so far, secrets and credential shapes masked, settled once up to what cannot
+        still be a credential arriving (at most ``_UNSETTLED`` characters wait)."""
         if self._flooded:
             self._shown = []
             return self._clean + STOPPED

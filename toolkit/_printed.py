@@ -1,13 +1,10 @@
-"""Chapters 02-04: how a verdict, the indicator, a step of the loop and a choice print.
+"""Chapters 02-04, 08: how a verdict, the indicator, a loop step, a choice, a contract and a plan print.
 
-    legal_line(0, 1, 1)   ->  legal = 0 x 1 x 1 = 0     (a test that could not run prints as ``–``)
-    legality_lines(v)     ->  one line per test, its errors after it, then the product
-    observation_line(o)   ->  rejected read_file({"path": "../x"}) #call_1 -> rejected (path_refused)
-    choice_lines(c)       ->  one row per option, its governed score, the chosen one marked
-"""
+Each kernel object's ``line``/``lines``/``card``/``text`` is one function here, e.g.
+``legal_line(0, 1, 1)`` -> ``legal = 0 x 1 x 1 = 0`` (a test that could not run prints ``–``)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from toolkit._show import call_line
 
@@ -49,4 +46,30 @@ def choice_lines(choice: Any) -> list[str]:
     return rows + [f"{name:<{width}}  {'illegal':>6}  (never a candidate)" for name in choice.excluded]
 
 
-__all__ = ["choice_lines", "legal_line", "observation_line", "legality_lines"]
+def contract_card(contract: Any) -> str:
+    """The card for ``contract``: what it requires, ensures, how a retry behaves, its risk and its evidence."""
+    requires = [f"caller has {p}" for p in contract.permissions]
+    requires += [c.description for c in contract.guards + contract.preconditions]
+    if contract.needs_approval:
+        requires.append("a person approved this call")
+    retry = contract.retry.value
+    if retry == "safe with same key":
+        retry = f"safe with same {contract.idempotency_field or 'idempotency key'}"
+    lines = [f"tool {contract.name}({', '.join(contract.parameters)})",
+             f"  requires: {'; '.join(requires) or 'nothing'}",
+             f"  ensures: {'; '.join(c.description for c in contract.postconditions) or 'nothing'}",
+             f"  retry: {retry}",
+             f"  risk: {contract.risk_category}",
+             f"  evidence: {' and '.join(contract.evidence) or 'none'}"]
+    return "\n".join(lines)
+
+
+def plan_table(rows: list[dict[str, Any]], refused: Iterable[tuple[int, Any]]) -> str:
+    """``wave  call  reads  writes  waits for``, sorted by wave (request order within one), then each refusal."""
+    lines = [f"{'wave':<5} {'call':<24} {'reads':<22} {'writes':<22} waits for"]
+    for row in sorted(rows, key=lambda r: r["wave"]):          # stable: request order within a wave
+        call = f"{row['name']} #{row['call_id']}"
+        lines.append(f"{row['wave']:<5} {call:<24} {', '.join(row['reads']) or '-':<22} "
+                     f"{', '.join(row['writes']) or '-':<22} {'; '.join(row['waits_for']) or '-'}")
+    lines += [f"{'-':<5} item {position} refused: {result.reason}" for position, result in refused]
+    return "\n".join(lines)

@@ -1,9 +1,8 @@
 """Chapter 01: what the host answers when a tool raises: a failed call, never a crashed host.
 
-A ``ToolFailure`` is the tool saying how it failed: its status, class and reason are kept, and so is an error
-it built itself; every text is scrubbed of the secrets the call carried. Any other exception is ``failed``
-(class ``execution``): the effect may be partial, so it is not the model's to retry.
-"""
+A ``ToolFailure`` keeps its status, class, reason and error, scrubbed of the call's secrets; any
+other exception is ``failed`` (``execution``): the effect may be partial, so it is not the
+model's to retry."""
 from __future__ import annotations
 
 from typing import Any
@@ -26,6 +25,3 @@ def raised_result(call: ToolCall, contract: Any, arguments: Any, exc: Exception)
     else:
         error = ToolError(reason, f"tool {call.name}", message, retryable=exc.status is Status.RECOVERABLE_FAILURE)
     return ToolResult(call.call_id, exc.status, failure_class=exc.failure_class, reason=reason, errors=(error,))
-
-
-__all__ = ["raised_result"]

@@ -1,12 +1,7 @@
 """Chapter 01: read_file's business layer and postcondition: an existing small regular file; evidence that matches.
 
-    existing_file(ws)   Pre:  the path names an existing regular file of at most ``ws.max_bytes`` bytes
-    EVIDENCE_MATCHES    Post: the size and sha256 returned are those of the content returned
-
-``make_read_file`` (``toolkit.kernel.read_file``) puts both into its contract. The precondition is advice
-from an ``lstat``: the file may change before rung 3 opens it, and rung 3 checks again. A path the path
-layer refuses is the path layer's to blame, so the precondition lets it pass.
-"""
+``file_conditions(ws)`` is both, for ``make_read_file``. The precondition is advice from an
+``lstat`` (rung 3 checks again); a path the path layer refuses is the path layer's to blame."""
 from __future__ import annotations
 
 import hashlib
@@ -17,7 +12,12 @@ from toolkit.kernel.call import ToolError
 from toolkit._paths import PathRefused, no_readable_file
 
 
-def existing_file(workspace: Any) -> Condition:
+def file_conditions(workspace: Any) -> tuple[Condition, Condition]:
+    """(the precondition, the postcondition) of read_file in ``workspace``."""
+    return _existing_file(workspace), _EVIDENCE_MATCHES
+
+
+def _existing_file(workspace: Any) -> Condition:
     """The business layer for a ``toolkit.Workspace``: a missing config gets a hint to switch tools."""
     def exists(arguments: dict, world: Any) -> bool | ToolError:
         path = arguments.get("path") if isinstance(arguments, dict) else None
@@ -41,5 +41,5 @@ def _evidence_matches(arguments: dict, output: Any, world: Any) -> bool:
     return evidence == {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
-EVIDENCE_MATCHES = Condition("evidence_matches", "size and sha256 are those of the bytes returned",
+_EVIDENCE_MATCHES = Condition("evidence_matches", "size and sha256 are those of the bytes returned",
                              _evidence_matches)

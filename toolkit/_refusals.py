@@ -1,11 +1,7 @@
 """Chapter 05: the ledger's refusals, worded once: a conflict, a key in progress, a lost claim, an unknown outcome.
 
-    ledger_refusal(kind, ...) = (the ledger status, the ToolError a model is shown) for a call a ledger
-                                will not run, replay or record
-
-Every ledger (in memory or on disk) refuses with these words, so a model
-reads the same sentence and the same hint whichever ledger answered.
-"""
+Every ledger refuses with these words, so a model reads the same sentence whichever ledger
+answered."""
 from __future__ import annotations
 
 from toolkit.kernel.call import ToolError
@@ -47,6 +43,3 @@ def ledger_refusal(kind: str, message: str = "", *, what: str = "", before: str 
                          hint="nothing was recorded; the same key may be used again" if retryable else "",
                          retryable=retryable)
     raise ValueError(f"no ledger refusal is called {kind!r}")
-
-
-__all__ = ["ledger_refusal"]

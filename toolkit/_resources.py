@@ -1,12 +1,8 @@
 """Chapter 08: a call's footprint: its contract's resource templates filled from its arguments, one spelling each.
 
-    footprint(contract, arguments) = (reads, writes)   every template filled and spelled canonically
-                                     None              a field missing, or a template that cannot be filled
-
-The scheduler in ``toolkit.kernel.scheduler`` reaches this module through ``footprint`` alone.
-A resource has one spelling, so two spellings of one file still clash: ``file:./src//a.txt`` and
-``file:src/a.txt`` are the same resource (tidied as text; links are not followed).
-"""
+``footprint`` (the scheduler's one entry) is None when a template cannot be filled;
+``file:./src//a.txt`` and ``file:src/a.txt`` are one resource (tidied as text; links are not
+followed)."""
 from __future__ import annotations
 
 import posixpath

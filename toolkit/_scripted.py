@@ -1,8 +1,6 @@
 """Chapter 03: a stand-in for a model: a policy that proposes from a script, then stops.
 
-Each entry is a ``ToolCall`` or a function ``state -> ToolCall | None`` (so a step can read what the last one
-observed); when the script runs out the policy returns None and ``toolkit.kernel.evaluate`` stops.
-"""
+Each entry is a ``ToolCall`` or a function ``state -> ToolCall | None``; then None."""
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable
@@ -21,6 +19,3 @@ class ScriptedPolicy:
         step = self.script[self.position]
         self.position += 1
         return step(state) if callable(step) else step
-
-
-__all__ = ["ScriptedPolicy"]

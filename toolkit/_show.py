@@ -1,26 +1,14 @@
 """Chapters 01 and 07: what the host may show of a value: short, encodable echoes, and secrets redacted.
 
-Every message, log line and transcript that repeats something a model sent goes through here, one function
-per job, each cut to its cap in ``toolkit._caps`` and ending in the one cut marker (``CUT_MARK``):
-
-    shorten(text)            any text, cut to a limit (or its start cut, to keep the latest part)
-    echo_text / echo_value   what an error's message or ``received`` may repeat of a value
-    call_line(...)           the one printed line of a call: ``read_file({"path": "a.txt"}) #call_1``
-    summarize(arguments)     a record's or an audit row's one-line argument summary
-    redact_arguments(...)    a safe copy of arguments as received (same shape)
-    scrub / scrubbed_errors  free text and errors with every secret the call carried masked
-
-Redaction has two rules, applied field by field: a field the contract marks secret is redacted, and so is any
-field whose *name* looks secret (token, api_key, password, pin, ...). Values are replaced by ``REDACTED``;
-structure is kept so the rest of the record stays useful. Free text that may repeat a secret is scrubbed of
-every secret value the call carried, in each form text can spell it (as is, JSON-escaped, as ``repr``), and of
-anything shaped like a credential. Mask first, cut second: no fragment of a secret survives a cut.
-"""
+Every echo of what a model sent is cut to its cap (``toolkit._caps``), ending in ``CUT_MARK``. A
+field is redacted when the contract marks it secret or its *name* looks secret; free text is
+scrubbed of the call's secret values and of credential shapes. Mask first, cut second."""
 from __future__ import annotations
 
 import json
 import math
 import re
+from dataclasses import replace
 from typing import Any, Iterable, Mapping
 
 from toolkit._caps import (CUT_MARK, MAX_ARGUMENT_BYTES, MAX_CALL_LINE_CHARS, MAX_DEPTH, MAX_ECHO_CHARS,
@@ -29,10 +17,7 @@ from toolkit.kernel.call import ToolError
 
 
 def shorten(text: str, limit: int = MAX_ECHO_CHARS, keep_end: bool = False) -> str:
-    """``text`` cut to at most ``limit`` characters, ending in ``CUT_MARK`` when something was cut.
-
-    With ``keep_end`` the start is cut instead and the text begins with the mark (a preview shows the latest part).
-    """
+    """``text`` cut to ``limit`` characters, ending (``keep_end``: starting) in ``CUT_MARK``."""
     if len(text) <= limit:
         return text
     kept = limit - len(CUT_MARK)
@@ -41,13 +26,7 @@ def shorten(text: str, limit: int = MAX_ECHO_CHARS, keep_end: bool = False) -> s
 
 def call_line(name: Any, arguments: Any, call_id: Any = None, secret_fields: Iterable[str] = (),
               limit: int = MAX_CALL_LINE_CHARS) -> str:
-    """The one way a call is printed: ``read_file({"path": "a.txt"}) #call_1``.
-
-    Arguments are shown as received (JSON text stays text), masked (``redact_arguments``) before they are cut to
-    ``limit`` (``MAX_CALL_LINE_CHARS``; a round's summary line allows ``MAX_SUMMARY_CHARS``), so no fragment of a
-    secret is printed; a name or id that is not short, encodable text is echoed safely. Without a call id the
-    line ends at the closing parenthesis.
-    """
+    """The one way a call is printed: ``read_file({"path": "a.txt"}) #call_1``, masked, then cut."""
     from toolkit._ids import shown_call_id, shown_name
 
     shown = redact_arguments(arguments, secret_fields)
@@ -60,39 +39,26 @@ def call_line(name: Any, arguments: Any, call_id: Any = None, secret_fields: Ite
 
 
 def pointer_for(path: tuple | list) -> str:
-    """Render a path of keys and indexes as a JSON path: ``("lines", 0, "qty")`` -> ``$.lines[0].qty``.
-
-    A key longer than ``MAX_ECHO_CHARS`` is shown cut, so a hostile key cannot make the pointer huge.
-    """
+    """A path of keys and indexes as a JSON path: ``$.lines[0].qty`` (keys cut)."""
     out = "$"
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else f".{echo_text(part)}"
     return out
 
 
-# ------------------------------------------------------------ hardening: what an error may echo back
 #: A lone surrogate: a half of a UTF-16 pair that JSON text may spell (``"\\ud83d"``) but no UTF-8 text can hold.
 SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def echo_text(value: Any, limit: int = MAX_ECHO_CHARS) -> str:
-    """``value`` as short, encodable text for a message: cut to ``limit``; lone surrogates become U+FFFD.
-
-    Text that is not a ``str`` (bytes, ``None``, a number a model put where a name goes) is shown by its
-    type only, so nothing it holds is copied.
-    """
+    """``value`` as short, encodable text (a non-``str`` shown by its type only)."""
     if not isinstance(value, str):
         return f"<{type(value).__name__}>"
     return SURROGATE.sub("\ufffd", shorten(value, limit))
 
 
 def echo_value(value: Any, limit: int = MAX_ECHO_CHARS) -> Any:
-    """``value`` as an error's ``received`` may hold it: small JSON values as they are, anything else cut.
-
-    Text is cut to ``limit`` characters; an array or object whose JSON text is longer becomes that text,
-    cut; a value JSON cannot hold (NaN, bytes, an object) becomes a short description. The result always
-    passes ``json.dumps(..., allow_nan=False)`` and encodes as UTF-8.
-    """
+    """``value`` as an error's ``received`` may hold it: small JSON values as they are, else cut."""
     if value is None or isinstance(value, (bool, str)):
         return echo_text(value, limit) if isinstance(value, str) else value
     if isinstance(value, int):
@@ -133,11 +99,7 @@ def is_secret_name(name: str, secret_fields: Iterable[str] = ()) -> bool:
 
 
 def redact(value: Any, secret_fields: Iterable[str] = (), _depth: int = 0) -> Any:
-    """Return a copy of ``value`` with every secret field's value replaced by ``REDACTED``.
-
-    Mappings are walked recursively (lists too); anything nested deeper than
-    32 levels is replaced whole, so hostile input cannot exhaust the stack.
-    """
+    """A copy of ``value`` with every secret field's value ``REDACTED``."""
     fields = frozenset(secret_fields)
     if _depth > MAX_DEPTH:
         return "[too deep]"
@@ -151,12 +113,7 @@ def redact(value: Any, secret_fields: Iterable[str] = (), _depth: int = 0) -> An
 
 
 def summarize(arguments: Any, secret_fields: Iterable[str] = (), limit: int = MAX_SUMMARY_CHARS) -> str:
-    """A redacted one-line summary of arguments as received, at most ``limit`` characters (records, audit rows).
-
-    JSON text is parsed first so redaction can see the field names; text that does not parse is never copied
-    (only its length is kept), since a secret could hide anywhere in it. Masked first, cut second: a secret that
-    straddles the cut is already gone, so no fragment survives.
-    """
+    """A redacted one-line summary of arguments (text that is not JSON: only its length)."""
     from toolkit._schema import parse_arguments
 
     if isinstance(arguments, (str, bytes, bytearray)):
@@ -187,29 +144,19 @@ def secret_values(arguments: Any, secret_fields: Iterable[str] = ()) -> set[str]
     fields = frozenset(secret_fields)
     found: set[str] = set()
 
-    def everything(value: Any, depth: int) -> None:
-        if depth > MAX_DEPTH:
-            return
-        if isinstance(value, Mapping):
-            for v in value.values():
-                everything(v, depth + 1)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                everything(v, depth + 1)
-        elif value is not None and not isinstance(value, bool):
-            found.add(value if isinstance(value, str) else _text_of(value))
-
-    def walk(value: Any, depth: int) -> None:
+    def walk(value: Any, depth: int, secret: bool) -> None:   # secret: under a secret-named field
         if depth > MAX_DEPTH:
             return
         if isinstance(value, Mapping):
             for k, v in value.items():
-                (everything if isinstance(k, str) and is_secret_name(k, fields) else walk)(v, depth + 1)
+                walk(v, depth + 1, secret or (isinstance(k, str) and is_secret_name(k, fields)))
         elif isinstance(value, (list, tuple)):
             for v in value:
-                walk(v, depth + 1)
+                walk(v, depth + 1, secret)
+        elif secret and value is not None and not isinstance(value, bool):
+            found.add(value if isinstance(value, str) else _text_of(value))
 
-    walk(arguments, 0)
+    walk(arguments, 0, False)
     return {s for s in found if len(s) >= 4}
 
 
@@ -228,10 +175,7 @@ def spellings(secret: str) -> set[str]:
 
 
 def scrub(text: str, values: Iterable[str]) -> str:
-    """Mask every known secret value (in each of its spellings), and anything shaped like a credential.
-
-    Lone surrogates become U+FFFD, so the text can always be written as UTF-8 (a log, a database row).
-    """
+    """Mask every known secret value (each spelling) and credential shape."""
     if not isinstance(text, str):
         return text
     forms = {form for value in values for form in spellings(value)}
@@ -242,10 +186,7 @@ def scrub(text: str, values: Iterable[str]) -> str:
 
 
 def scrub_value(value: Any, values: Iterable[str], _depth: int = 0) -> Any:
-    """``value`` with every text inside it scrubbed (keys too), and any number equal to a secret masked.
-
-    An integer too long to print is replaced by its size, so the copy can always be shown.
-    """
+    """``value`` with every text inside it scrubbed (keys too), and any number equal to a secret masked."""
     values = values if isinstance(values, (set, frozenset)) else set(values)
     if _depth > MAX_DEPTH:
         return "[too deep]"
@@ -274,8 +215,7 @@ def scrub_error(error: ToolError, secrets: Iterable[str]) -> ToolError:
 
 
 def scrubbed_errors(errors: tuple[ToolError, ...], arguments: Any, secret_fields: Iterable[str]) -> tuple[ToolError, ...]:
-    """``errors`` with every secret ``arguments`` carry scrubbed out (what a condition or a schema echoes may
-    repeat one); the same tuple when there is nothing to scrub."""
+    """``errors`` with every secret ``arguments`` carry scrubbed out (the same tuple if none)."""
     if not errors:
         return errors
     secrets = secret_values(arguments, secret_fields) if arguments is not None else set()
@@ -283,12 +223,7 @@ def scrubbed_errors(errors: tuple[ToolError, ...], arguments: Any, secret_fields
 
 
 def redact_arguments(arguments: Any, secret_fields: Iterable[str] = ()) -> Any:
-    """A copy of arguments *as received* that is safe to keep: same shape (a dict stays a dict, text stays text).
-
-    A dict is redacted field by field and scrubbed of repeated secrets. JSON text is parsed, redacted and
-    written back as JSON text; text that does not parse keeps its shape with every value that follows a
-    secret-looking name masked. When nothing needed masking, the very same object comes back.
-    """
+    """A copy of arguments *as received*, safe to keep, same shape (itself if nothing is masked)."""
     if isinstance(arguments, (bytes, bytearray)):
         try:
             arguments = bytes(arguments).decode("utf-8")
@@ -317,3 +252,14 @@ _QUOTED_FIELD = re.compile(r'"([^"\\]{1,64})"(\s*:\s*)("(?:[^"\\]|\\.)*"?|[^\s,}
 def _mask_field(match: re.Match) -> str:
     name, colon, _value = match.groups()
     return f'"{name}"{colon}"{REDACTED}"' if is_secret_name(name) else match.group(0)
+
+
+def log_copy(attempt: Any, secret_fields: Iterable[str]) -> Any:
+    """``attempt`` with its call's and its verdict's arguments redacted (itself when nothing is)."""
+    raw, parsed = attempt.call.arguments, attempt.verdict.arguments
+    arguments = redact_arguments(raw, secret_fields)
+    safe_parsed = arguments if parsed is raw else None if parsed is None else redact_arguments(parsed, secret_fields)
+    if arguments is raw and safe_parsed is parsed:
+        return attempt
+    call = replace(attempt.call, arguments=arguments)
+    return replace(attempt, call=call, verdict=replace(attempt.verdict, call=call, arguments=safe_parsed))

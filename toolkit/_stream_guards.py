@@ -1,32 +1,8 @@
 """Chapter 08: what a stream may not do to the assembler: split or repeated ids and names, and the caps it meets.
 
-The kernel's ``Assembler`` (``toolkit.kernel.stream``) states the completion
-rule; everything a chunk can do wrong on the way in is here, reached through
-one function each: ``take`` (one chunk into its call's ``Buffer``),
-``parsed_call`` (a complete buffer, parsed strictly), ``answered_once`` and
-``preview_of``.
-
-Servers disagree on how a call's id and tool name travel. Most send each once,
-on the call's first delta; some repeat the whole value on every delta; some
-cut it into pieces like the arguments (``read_`` then ``file``). ``assemble_field`` is
-the one rule that reads all three the same way:
-
-* nothing (``None`` or ``""``) changes nothing;
-* the same value again is a repeat, never glued on (no ``read_fileread_file``);
-* a value that extends what arrived so far is the whole value so far;
-* anything else, before the call's first argument text, is the next piece and
-  is appended; after it, the value *changed* mid-stream and the call is refused.
-
-One ambiguity is left, and it is decided for the repeat: a piece equal to
-everything received so far (``ab`` then ``ab``) is read as a repeat.
-
-The caps come from ``toolkit._caps``, and each refusal names its cap:
-``MAX_OPEN_CALLS`` calls in one stream, ``MAX_NAME_CHARS`` and
-``MAX_CALL_ID_CHARS`` for a name or an id, and ``MAX_ERRORS_PER_CALL``
-problems for one call. Passing one of them breaks the stream (the reader stops
-reading, so a hostile body costs no more time than it takes to reach the cap);
-``capped_errors`` keeps a refusal's own list of errors within the last cap.
-"""
+Everything a chunk can do wrong on its way into the kernel's ``Assembler``, one function each:
+``take``, ``parsed_call``, ``answered_once``, ``preview_of``. ``assemble_field`` reads an id or a
+name sent once, repeated or in pieces the same way. Each cap a stream passes breaks it at once."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -37,9 +13,6 @@ from toolkit._caps import MAX_CALL_ID_CHARS, MAX_ERRORS_PER_CALL, MAX_NAME_CHARS
 from toolkit._preview import KeyScanner, Preview
 from toolkit._show import echo_value
 from toolkit.kernel.call import ToolCall, ToolError
-
-__all__ = ["answered_once", "assemble_field", "Buffer", "capped_errors", "field_too_long", "over_cap",
-           "parsed_call", "preview_of", "stream_incomplete", "stream_invalid", "take"]
 
 
 def stream_incomplete(message: str, received: Any = None, hint: str = "") -> ToolError:
@@ -55,12 +28,10 @@ def stream_invalid(pointer: str, message: str, received: Any = None, hint: str =
 
 
 def assemble_field(current: Any, incoming: Any, started: bool) -> tuple[Any, str]:
-    """The field after one delta, and '' or why the delta is refused (``changed`` or ``not text``).
-
-    ``current`` is what arrived so far (None at first); ``started`` says
-    whether the call's argument text has begun. Integers (JSON-RPC ids) are
-    whole values: they repeat or change, never grow.
-    """
+    """The field after one delta, and '' or why the delta is refused (``changed`` or ``not text``):
+    nothing changes nothing, a repeat or an extension is the value so far, another piece is
+    appended until the arguments start (then it is a change). Integers (JSON-RPC ids) repeat or
+    change, never grow."""
     if incoming is None or incoming == "":
         return current, ""
     if isinstance(incoming, bool) or not isinstance(incoming, (str, int)):
@@ -145,11 +116,7 @@ class Buffer:
 
 def take(buffers: dict[int, Buffer], index: Any, call_id: Any, name: Any, arguments: Any,
          max_chars: int) -> ToolError | None:
-    """One chunk into its call's buffer; the error that breaks the stream, or None.
-
-    An index that is not a non-negative integer, more than ``MAX_OPEN_CALLS`` calls, an id or a name past
-    its cap, or one problem too many breaks the stream. Anything else wrong is kept for ``finish``.
-    """
+    """One chunk into its call's buffer; the error that breaks the stream, or None."""
     buf = buffers.get(index) if type(index) is int else None
     if buf is None:
         if type(index) is not int or index < 0:
@@ -208,8 +175,7 @@ def _identify(buf: Buffer, call_id: Any, name: Any) -> ToolError | None:
 
 
 def parsed_call(buf: Buffer, needs_close: bool, envelope: bool) -> tuple[str | None, Any, list[ToolError]]:
-    """A complete call's name and strictly parsed arguments, or why it cannot run (a block never closed,
-    arguments that do not parse, an envelope that is not ``{"name", "arguments"}``, no tool name)."""
+    """A complete call's name and strictly parsed arguments, or why it cannot run."""
     if needs_close and not buf.closed:
         return None, None, [stream_incomplete(f"call #{buf.index} never closed its block", "open block")]
     arguments, errors = schema.parse_arguments("".join(buf.parts))
@@ -243,11 +209,7 @@ def _open_envelope(envelope: Any) -> tuple[str | None, Any, list[ToolError]]:
 
 
 def preview_of(buf: Buffer, call_id: str | None) -> Preview:
-    """Progress for one call: the text so far (secret-named values masked) and the keys seen so far.
-
-    Keys are found incrementally (only pieces not yet scanned are read); the text is one join, so ask for
-    a preview when the display redraws, not for every fragment of a huge argument.
-    """
+    """Progress for one call: the text so far (secrets masked) and the keys seen so far."""
     if buf.scanner is None:
         buf.scanner = KeyScanner()
     for part in buf.parts[buf.seen:]:

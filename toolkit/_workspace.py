@@ -1,18 +1,8 @@
 """Chapter 01: the workspace: a folder a file tool is confined to, with the path ladder bound to it.
 
-``Workspace(root)`` resolves its folder once and climbs the ladder of
-``toolkit.kernel.read_file`` against it: ``check`` runs rungs 1 and 2 (what a
-contract's path guard needs), ``read`` all three, and ``ladder`` / ``explain``
-report each rung's verdict separately, as the chapter prints them::
-
-    rung 1 lexical  pass        'src/settings.ts'
-    rung 2 realpath refused     it resolves to a place outside the workspace
-    rung 3 open     not reached
-
-``locate`` runs rungs 1 and 2 against a folder given as any path (the file tools of
-``toolkit.files`` use it). Nothing a workspace prints shows a machine path: its ``repr``
-names the folder only.
-"""
+``Workspace(root)`` resolves its folder once: ``check`` runs rungs 1 and 2, ``read`` all three,
+``ladder`` / ``explain`` report each rung's verdict. ``locate`` runs rungs 1 and 2 against any
+folder (the file tools use it). Nothing a workspace prints shows a machine path."""
 from __future__ import annotations
 
 import os
@@ -22,7 +12,7 @@ from pathlib import Path, PurePosixPath
 import toolkit.kernel.read_file as ladder     # a module import: the kernel's read_file builds a Workspace too
 from toolkit._caps import MAX_FILE_BYTES
 from toolkit._nofollow import FileRead
-from toolkit._paths import RUNG_NAMES, PathRefused, shown
+from toolkit._paths import RUNG_NAMES, PathRefused
 
 
 @dataclass(frozen=True)
@@ -39,12 +29,7 @@ class RungStep:
 
 @dataclass(frozen=True)
 class Workspace:
-    """A folder a file tool is confined to, and the three rungs bound to it.
-
-    ``root`` is resolved once, when the workspace is made; ``max_bytes`` is the
-    read cap. ``read`` runs all three rungs; ``check`` runs rungs 1 and 2 (what
-    a contract's path guard needs); ``ladder`` reports each rung separately.
-    """
+    """A folder a file tool is confined to (``root`` resolved once), the three rungs bound to it."""
 
     root: Path
     max_bytes: int = MAX_FILE_BYTES
@@ -67,10 +52,7 @@ class Workspace:
         return ladder.read_confined(self.root, path, self.max_bytes)
 
     def entry(self, path: object) -> os.stat_result | None:
-        """``lstat`` of what a confined path names (rungs 1-2 first), or None if nothing is there.
-
-        Advice only, for preconditions: the file may change before rung 3 opens it.
-        """
+        """``lstat`` of what a confined path names, or None: advice only, for preconditions."""
         relative = self.check(path)
         try:
             return os.lstat(self.root / relative)
@@ -100,10 +82,7 @@ def locate(root: Path | str, path: object) -> tuple[Path, PurePosixPath]:
     try:
         base = Path(root).resolve()
     except (OSError, RuntimeError, ValueError):      # a workspace behind a link loop
-        raise PathRefused(2, "unresolvable", shown(path), "the workspace cannot be resolved",
+        raise PathRefused(2, "unresolvable", path, "the workspace cannot be resolved",
                           "a relative path inside the workspace") from None
     relative = ladder.confine(base, path)
     return base / relative, relative
-
-
-__all__ = ["locate", "RungStep", "Workspace"]

@@ -1,6 +1,6 @@
 """Chapter 06: a live view of the retry controller: move beta, n_max and d0, pick a jitter, watch the delay plan.
 
-Every line the panel shows comes from ``toolkit._retry_walk.walk`` (the rows
+Every line the panel shows comes from ``course.worlds.waits.walk`` (the rows
 from ``course.worlds.waits.plan_rows``): the same pure ``step`` the host runs,
 applied from ``(n=0, d=d0)`` until the controller escalates. Nothing here
 recomputes the rule its own way; the closed form of the total wait is evaluated
@@ -8,7 +8,8 @@ separately, as a check the student can read beside it.
 """
 from __future__ import annotations
 
-from toolkit.kernel import Jitter, RetryPolicy, walk
+from toolkit.kernel import Jitter, RetryPolicy
+from course.worlds.waits import walk
 from course.worlds import plan_rows
 from course.present.svg import (AMBER, BLUE, FAINT, GREY, INK, LIGHT_AMBER, MUTED, PAPER, RED, drawn_html,
                                  svg_circle, svg_figure, svg_line, svg_rect, svg_text)

@@ -9,6 +9,8 @@ Each name below is defined in the module it is listed under; that module loads o
 from toolkit._exports import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "advice": ("Cause", "cause_of", "CAUSES", "GENERAL", "lean_path", "required_safeguards",
+               "SAFEGUARDS", "TaskProperties", "WHEN_TO_USE"),
     "agent427": ("AGENT", "agent427_preferences", "BUILD_SCRIPT", "copy_scenario", "corrected_proposal",
                  "episode_host", "EVIDENCE_STEPS", "first_proposal", "inspect_exports", "MODULE", "new_text",
                  "OLD_TEXT", "Proposal", "ProposalHost", "read_build_script", "SCENARIO", "scenario_copy",
@@ -54,7 +56,9 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "exercise_stream": ("conflict_line", "fed_from", "FragmentBuffers", "recorded_pieces", "ROUND_CONTRACTS",
                         "round_of_six", "waves_with"),
     "invoice_log": ("BILLING_AGENT", "BlindRetry", "drift", "log_books", "MALFORMED", "simulate_log", "Simulation"),
-    "issue_tracker": ("create_issue_illustration", "IssueTracker"),
+    "issue_tracker": ("COMPENSATION", "Compensation", "compensation_table",
+                      "create_issue_illustration", "IssueTracker", "RecordUnavailable",
+                      "RemoteTimeout", "TimeoutDecision", "TimeoutRuntime"),
     "ledger_race": ("race",),
     "ledger_scene": ("deliver", "LostAnswer", "new_books", "ORDER_432", "retry_variants"),
     "round_scene": ("FileRound", "ROUND_FILES", "SlowDisk", "write_file_contract"),
@@ -62,7 +66,8 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "sidebyside": ("course_server_command", "guarded_tickets", "naive_server_command", "naive_vs_contract",
                    "plant_secret", "SECRET", "tickets_server_command"),
     "step_recorder": ("StepRecorder",),
-    "stream_replay": ("describe_chunk", "Moment", "replay", "split_events"),
+    "stream_replay": ("describe_chunk", "frames", "Moment", "replay", "SKETCH_FRAMES",
+                      "split_events"),
     "tool_choice": ("declaration_words", "pick_tool", "ToolPick"),
-    "waits": ("arrival_times", "jitter_waits", "peak_load", "plan_rows"),
+    "waits": ("arrival_times", "jitter_waits", "peak_load", "plan", "plan_rows", "walk"),
 })

@@ -25,8 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from toolkit.kernel import Host, Tool, ToolCall, ToolResult, Verdict, not_a_call, request
-from toolkit.kernel import READ_FILE_LAYERS, ReadRefused, make_read_file
+from toolkit.kernel import Host, Tool, ToolCall, ToolResult, Verdict, request
+from toolkit._ids import not_a_call
+from toolkit.kernel import READ_FILE_LAYERS, make_read_file
+from toolkit._paths import ReadRefused
 from toolkit.files import files_opened, recording_opens
 from toolkit.kernel import Assembler
 from toolkit.kernel import Refusal

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from toolkit.kernel import Host, ToolResult
 from toolkit.kernel import make_read_file
 from toolkit.wire import openai_calls
-from toolkit.kernel import IdMap
+from toolkit._ids import IdMap
 from course.worlds import ScratchFolder
 
 DESK_TODO = "1. ship the invoice fix\n2. answer Ana\n"

@@ -13,18 +13,22 @@ What is described is shown, so it is masked as a preview is
 (``toolkit._preview``): an argument fragment that belongs to a
 secret-named field's value is shown as ``"[redacted]"`` (or not at all), and
 credential-shaped text is masked in fragments, assistant text and unreadable chunks.
+
+``SKETCH_FRAMES`` are the four pieces the chapter's sketch draws (t1..t3, then t4's completion
+event); ``frames`` replays them through the kernel's ``Assembler`` as rows a notebook prints.
 """
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
-from toolkit.kernel import ToolCall
+from toolkit.kernel import Assembler, ToolCall
 from toolkit._caps import MAX_FRAGMENT_CHARS
 from toolkit._show import echo_text, scrub, shorten
 from toolkit.kernel import Refusal
+from toolkit._ids import IdMap
 from toolkit._preview import KeyScanner, Preview
 from toolkit.wire import fixture
 from toolkit.wire import SSEDecoder, SSEEvent, StreamBroken
@@ -212,3 +216,27 @@ def _describe_anthropic(event: str, payload: dict, seen: dict[int, tuple[Any, An
     if kind == "message_delta":
         return f"stop_reason {(payload.get('delta') or {}).get('stop_reason')!r}"
     return str(kind)
+
+
+#: The chapter's sketch, frame by frame. The drawing elides the glue between its
+#: two rows (``, "arguments": `` and the closing brace); here it is written out,
+#: so the four pieces join into one call: ``{"name": ..., "arguments": {...}}``.
+SKETCH_FRAMES = ('{ "name": "read_', 'file", "arguments": ', '{ "path": "src/co', 'nfig.ts" } }')
+
+
+def frames(texts: Iterable[str], complete: bool = True, ids: IdMap | None = None) -> list[dict[str, Any]]:
+    """Replay a whole-call stream frame by frame as rows: the preview after each frame, and ``call``
+    only on the final row, only when the completion signal arrived."""
+    assembler = Assembler(ids, "course", envelope=True)
+    rows = []
+    for t, text in enumerate(texts, 1):
+        assembler.add(0, arguments=text)
+        preview = assembler.preview(0)
+        rows.append({"frame": f"t{t}", "received": text, "keys": list(preview.keys) if preview else [],
+                     "runnable": False, "call": None})
+    outcome = assembler.finish("complete" if complete else None)
+    final = outcome[0] if outcome else None
+    rows.append({"frame": "completion event" if complete else "(stream ends)", "received": "",
+                 "keys": rows[-1]["keys"] if rows else [], "runnable": isinstance(final, ToolCall),
+                 "call": final.summary() if isinstance(final, ToolCall) else final.line() if final else None})
+    return rows

@@ -7,9 +7,9 @@ draws every client's waits under each jitter variant, ``arrival_times`` says
 when each retry lands, and ``peak_load`` counts the worst wave: without
 jitter the whole crowd comes back at the same instants.
 
-Everything comes from ``toolkit.kernel.backoff`` (``walk`` and ``plan``, the
-same pure ``step`` the host runs), with seeded randomness, so a notebook
-prints the same numbers on every run.
+Everything comes from ``toolkit.kernel.backoff``'s pure ``step``, the one the host runs: ``walk`` takes
+every step a policy makes when every retry fails, ``plan`` lists the waits on the way. Randomness is
+seeded, so a notebook prints the same numbers on every run.
 """
 from __future__ import annotations
 
@@ -17,7 +17,24 @@ from dataclasses import replace
 from itertools import accumulate
 from typing import Sequence
 
-from toolkit.kernel import Jitter, RetryPolicy, plan, walk
+import random
+
+from toolkit.kernel import Jitter, RetryDecision, RetryPolicy, RetryState, step
+
+
+def walk(policy: RetryPolicy, start: RetryState | None = None, seed: int | None = 0) -> list[RetryDecision]:
+    """Every decision from ``start`` (default ``(0, d0)``) when every retry fails: the retries, then escalation."""
+    rng = random.Random(seed)
+    decisions = [step(start or policy.start(), policy, rng)]
+    while decisions[-1].retry:
+        decisions.append(step(decisions[-1].state, policy, rng))
+    return decisions
+
+
+def plan(policy: RetryPolicy, start: RetryState | None = None, seed: int | None = 0) -> list[float]:
+    """The waits a policy grants before escalating, e.g. ``[1, 2, 4, 8]`` from ``(0, d0)`` with ``d0 = 1``,
+    ``beta = 2`` and ``n_max = 4``."""
+    return [d.wait for d in walk(policy, start, seed) if d.retry]
 
 
 def plan_rows(policy: RetryPolicy, seed: int = 0) -> list[dict]:
@@ -62,4 +79,4 @@ def peak_load(waits_per_client: Sequence[Sequence[float]], window: float = 0.1) 
     return best
 
 
-__all__ = ["arrival_times", "jitter_waits", "peak_load", "plan_rows"]
+__all__ = ["arrival_times", "jitter_waits", "peak_load", "plan", "plan_rows", "walk"]

@@ -1,7 +1,6 @@
 """Effects that must survive (chapters 05-07): the ledger rule, retries, timeouts, records, audit, metrics.
 
-Each name below is defined in the module it is listed under; that module loads on first use.
-"""
+Each name below loads its module on first use (``toolkit._exports``)."""
 from toolkit._exports import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
@@ -14,5 +13,5 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "retries": ("run_with_retries", "Try"),
     "sqlite_ledger": ("SqliteLedger",),
     "stored_results": ("decode_result", "encode_result"),
-    "timeouts": ("classify_retry", "COMPENSATION", "Compensation", "compensation_table", "RecordUnavailable", "RemoteTimeout", "RetryKind", "TimeoutDecision", "TimeoutRuntime"),
+    "timeouts": ("classify_retry", "RetryKind"),
 })

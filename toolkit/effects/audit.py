@@ -1,34 +1,9 @@
 """Chapter 07: an append-only audit log in SQLite: the complete replay of every call's states.
 
-"Audit is the complete replay of the states." For each call the log keeps
-its id, who initiated it, when, a redacted argument summary, every state
-transition, and the retry count, so that afterwards one query answers: *who
-initiated this action, when, through how many retries, and where it stopped*.
-
-Three promises, each enforced rather than hoped for:
-
-* **Append-only.** The class has no update or delete method, and triggers
-  make the database itself refuse ``UPDATE`` and ``DELETE`` on
-  ``audit_events`` and any insert that is not the next sequence number;
-  ``seq`` is the rowid, so ``INSERT OR REPLACE`` has no row to replace.
-* **Tamper-evident.** Each row carries a digest of its content and of the
-  previous row's digest, and the log keeps an **anchor** (row count and last
-  digest) of what it committed; ``verify()`` runs SQLite's integrity check,
-  compares the table and its triggers with their definition, recomputes the
-  chain and compares its end with the anchor. With a ``key`` the digests are
-  HMACs the file alone cannot recompute. ``toolkit.effects.audit_chain`` says
-  what each of these stops, and what none of them stops.
-* **No secrets.** Arguments are redacted field by field (the contract's
-  ``secret_fields`` plus secret-looking names) *before* anything is written,
-  and the values of those fields are masked again in every text column.
-
-The log takes a path (opened by ``toolkit.effects.database.connect``, as a
-ledger's file is) or an open ``sqlite3.Connection``, so it can share one
-database file with a durable ledger (its tables are all prefixed ``audit_``).
-When the connection is already inside a transaction, rows join that
-transaction: a ledger can commit its effect and its audit rows together (the
-anchor moves once they are seen committed, never for rows rolled back).
-"""
+One query answers *who initiated this action, when, through how many retries, and where it
+stopped*. The log is append-only (triggers), tamper-evident (``toolkit.effects.audit_chain``) and
+secret-free (arguments redacted before anything is written); inside a caller's transaction its
+rows join it, so a ledger commits its effect and its audit rows together."""
 from __future__ import annotations
 
 import os
@@ -38,10 +13,10 @@ from typing import Any, Callable
 
 from toolkit.kernel import LAYER_OF
 from toolkit._show import scrub, secret_values
-from toolkit.effects import (AUDIT_COLUMNS, AUDIT_SCHEMA, GENESIS, Anchor, Verification, chain_digest, chain_key,
-                             check_chain, schema_problems)
-from toolkit.effects import connect, transaction
-from toolkit.effects import ExecutionRecord, RecordState, Tick, Transition, open_record
+from toolkit.effects import (AUDIT_COLUMNS, AUDIT_SCHEMA, GENESIS, Anchor, Verification,
+                             chain_digest, chain_key, check_chain, schema_problems, connect,
+                             transaction, ExecutionRecord, RecordState, Tick, Transition,
+                             open_record)
 
 @dataclass(frozen=True)
 class Story:
@@ -69,8 +44,7 @@ class AuditLog:
     def __init__(self, db: str | os.PathLike[str] | sqlite3.Connection = ":memory:",
                  clock: Callable[[], float] | None = None, *, key: bytes | str | None = None,
                  anchor: Anchor | None = None):
-        """``key``: digests become HMACs under it (never written). ``anchor``: what the host kept from before;
-        without one, a log opened on an existing file takes the file as it finds it."""
+        """``key``: digests are HMACs under it (never written); ``anchor``: what the host kept."""
         if isinstance(db, sqlite3.Connection):
             self.conn, self._owns = db, False
         else:
@@ -89,7 +63,6 @@ class AuditLog:
         events = self.conn.execute("SELECT COUNT(*) FROM audit_events").fetchone()[0]
         return f"AuditLog({events} events, {len(self.calls())} calls)"
 
-    # --------------------------------------------------------------- writing
     def track(self, call: Any, initiator: str, contract: Any = None) -> ExecutionRecord:
         """Open the execution record of ``call``; each of its transitions is logged as it happens."""
         secret_fields = getattr(contract, "secret_fields", ())
@@ -127,12 +100,7 @@ class AuditLog:
             self._anchor = moved or current
 
     def _append(self, row: dict[str, Any]) -> Anchor | None:
-        """Chain ``row`` to the last one and insert it (inside a transaction, so nobody writes in between).
-
-        Returns the anchor after it, or None when the file's head was not the
-        one this log knew (rows from elsewhere, or tampering): the anchor does
-        not move over what it cannot vouch for.
-        """
+        """Chain ``row`` to the last and insert it: the new anchor, or None if the head moved."""
         known = self._known()
         before = self._head()
         seq, prev = before.rows + 1, before.head
@@ -153,8 +121,7 @@ class AuditLog:
         return self._anchor if self.conn.in_transaction else known
 
     def _known(self) -> Anchor:
-        """The newest anchor the file still shows: rows written in a caller's transaction count once seen
-        (committed, or in the transaction still open); rolled back, they are forgotten."""
+        """The newest anchor the file still shows (rows of a caller's transaction once seen)."""
         if self._pending is not None:
             found = self.conn.execute("SELECT digest FROM audit_events WHERE seq = ?",
                                       (self._pending.rows,)).fetchone()
@@ -169,7 +136,6 @@ class AuditLog:
     def _clean(self, text: str) -> str:
         return scrub(str(text), self._secrets)
 
-    # --------------------------------------------------------------- reading
     def events(self, call_id: str | None = None) -> list[dict[str, Any]]:
         """Rows as plain dicts, in order (all calls, or one call id)."""
         query = f"SELECT {', '.join(AUDIT_COLUMNS)} FROM audit_events"
@@ -216,8 +182,7 @@ class AuditLog:
         return lines
 
     def verify(self, anchor: Anchor | None = None) -> Verification:
-        """Integrity check, schema, digest chain, and the end of the chain against ``anchor`` (default: this
-        log's own). Never raises; the first row that breaks the chain is ``broken_at``."""
+        """Integrity, schema, digest chain and ``anchor`` (default: this log's); never raises."""
         return check_chain(self.conn, anchor or self._known(), self._key, self._found_at_open)
 
     def close(self) -> None:
@@ -231,20 +196,11 @@ class AuditLog:
         self.close()
 
 
-# ------------------------------------------------------------------ running a call under audit
 def run_audited(host: Any, call: Any, log: AuditLog, initiator: str, controller: Any = None,
                 ask: Callable[[Any, Any], Any] | None = None,
                 sleep: Callable[[float], None] | None = None) -> ExecutionRecord:
-    """Check and run ``call`` on ``host``, retrying under ``controller``, with every move logged.
-
-    Without a controller a failure is final. The model's wish to retry is
-    ``ask(call, result)`` (default: always ask); the controller decides, and
-    ``sleep`` receives each granted wait (default: none is slept). A refused
-    retry is logged as a mark; an escalation moves the record to
-    ``awaiting_human``. Returns the call's execution record.
-    """
-    from toolkit.kernel import Status
-    from toolkit.kernel import Action, RetryController
+    """Check and run ``call`` on ``host``, retrying under ``controller``, every move logged."""
+    from toolkit.kernel import Action, RetryController, Status
     from toolkit.effects import run_with_retries
 
     contract = host.contract(call.name)
@@ -285,6 +241,3 @@ def run_audited(host: Any, call: Any, log: AuditLog, initiator: str, controller:
 
 def _klass(result: Any) -> str:
     return result.failure_class.value if result.failure_class is not None else ""
-
-
-__all__ = ["AuditLog", "Story", "run_audited"]

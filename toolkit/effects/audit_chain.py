@@ -1,29 +1,9 @@
 """Chapter 07: how the audit log proves it was not changed: the table's guards, the digest chain, the anchor.
 
-The rule: every row carries a digest of its own content and of the row before
-it, so an edit anywhere breaks the chain from there on. A chain inside the file
-proves nothing against someone who can rewrite the whole file, though: they
-can recompute every digest, drop rows from the end, or empty the table, and
-the file still agrees with itself. So the proof leans on something the file
-does not hold:
-
-* an **anchor**: the row count and the last digest, which the host keeps
-  (in memory, in another system, in a signed report) and verifies against;
-* optionally a **key**: digests become HMAC-SHA256 under a key that is
-  never written to the file, so without it no valid row can be made at all.
-
-What this does not stop, said plainly: an attacker who holds the key *and* can
-rewrite the host's copy of the anchor can write any history they like. And
-without an anchor or a key, a rewrite that recomputes every digest is a valid
-chain: the file alone cannot tell.
-
-``check_chain`` (what ``AuditLog.verify`` runs) and ``verify_audit_file`` (for
-a file nobody should open for writing) never raise: a damaged or foreign file
-is a ``Verification`` with ``ok=False`` and a reason. They check, in order:
-``PRAGMA integrity_check`` (a corrupted index can make a story lie), the
-chain itself (sequence numbers 1, 2, 3, ... with no gap), the anchor, and the
-table's definition with its append-only triggers.
-"""
+Each row's digest covers its content and the digest before it. Whoever can rewrite the file can
+recompute them all, so the proof leans on what the file does not hold: an **anchor** (row count
+and last digest, kept by the host) and optionally a **key** (HMAC-SHA256, never written).
+``check_chain`` and ``verify_audit_file`` never raise: integrity, chain, anchor, then the table."""
 from __future__ import annotations
 
 import hashlib
@@ -206,8 +186,7 @@ def against_anchor(conn: sqlite3.Connection, rows: int, anchor: Anchor) -> Verif
 
 def verify_audit_file(path: str | os.PathLike[str], anchor: Anchor | None = None,
                       key: bytes | str | None = None) -> Verification:
-    """Check an audit file without changing what it holds: a missing file is not created, a missing table or
-    trigger is not put back (``query_only``), so the check can neither repair nor hide anything."""
+    """Check an audit file without changing it: nothing created or put back (``query_only``)."""
     if not os.path.isfile(path):
         empty = anchor is not None and anchor.rows == 0
         return Verification(empty, 0, None, f"{os.path.basename(path)} does not exist")
@@ -223,7 +202,3 @@ def verify_audit_file(path: str | os.PathLike[str], anchor: Anchor | None = None
         return Verification(False, 0, None, f"the file is not a readable database: {error}")
     finally:
         conn.close()
-
-
-__all__ = ["AUDIT_COLUMNS", "AUDIT_SCHEMA", "Anchor", "GENESIS", "Verification", "chain_digest", "check_chain",
-           "against_anchor", "chain_key", "schema_problems", "verify_audit_file", "walk_chain"]

@@ -1,29 +1,8 @@
 """Chapter 05: leases: a pending key has an owner and an expiry, so a dead owner's claim is settled, not stuck.
 
-The durable ledger's ``call`` claims a key (a *pending* row) before the effect
-runs. The claim is held by an owner until its lease runs out:
-
-* while the lease is live the owner may still finish: another caller is told
-  *in progress, ask again*, and ``reconcile`` leaves the key alone (a slow
-  owner is not a dead one);
-* once it is dead (the lease expired, the owner ended it because its call's
-  outcome is unknown, or, on this machine, the owner's process is gone) nobody
-  will finish the call: callers are told *in progress, do not wait*, and the
-  key is settled from the downstream system's own record, never by a blind
-  re-run: ``reconcile`` for one key, ``reap`` for every dead claim;
-* completion is fenced: an owner writes its result only while the row still
-  carries its own claim, so an owner that comes back after its key was settled
-  or retaken learns that it lost the claim (a conflict), not that it ``ran``.
-
-The lease must outlast the call it covers: give the effect a deadline shorter
-than the lease. A lease cannot stop a slow owner's effect from reaching the
-downstream system after its claim was retaken; only a downstream that honours
-the key can, and fencing keeps the answers honest meanwhile.
-
-``SqliteLedger.reconcile`` and ``reap`` settle dead claims with the plain
-functions here: ``lease_state`` (is a claim dead?), ``existing_answer`` (what a
-row answers) and ``settle_row`` (the fenced write).
-"""
+A live lease's owner may still finish (*in progress, ask again*); a dead one's key (expired, ended,
+or its process gone) is settled from the downstream record by ``reconcile`` / ``reap``, never by a
+blind re-run. Completion is fenced by the owner (``settle_row``), so a late owner learns it lost."""
 from __future__ import annotations
 
 import math
@@ -105,12 +84,7 @@ def existing_answer(row: tuple, key: str, tool: str, digest: str, now: float) ->
 
 
 def settle_row(conn: sqlite3.Connection, principal: str, key: str, owner: str | None, found: Any) -> tuple[int, str]:
-    """Write the downstream record's verdict on a pending row, fenced by the claim's ``owner``.
-
-    ``found`` None releases the claim (the row is deleted); anything else is the
-    key's result (the row is done). Returns (rows changed, the stored text). Run
-    it inside the caller's transaction.
-    """
+    """Settle a pending row, fenced by ``owner`` (``found`` None deletes it): (changed, text)."""
     if found is None:
         return conn.execute("DELETE FROM ledger WHERE principal = ? AND key = ? AND state = 'pending' "
                             "AND owner IS ?", (principal, key, owner)).rowcount, ""
@@ -118,6 +92,3 @@ def settle_row(conn: sqlite3.Connection, principal: str, key: str, owner: str | 
     return conn.execute("UPDATE ledger SET state = 'done', result = ?, owner = NULL, lease_until = NULL "
                         "WHERE principal = ? AND key = ? AND state = 'pending' AND owner IS ?",
                         (text, principal, key, owner)).rowcount, text
-
-
-__all__ = ["LIVE", "claim_owner", "existing_answer", "lease_length", "lease_state", "settle_row", "storage_failure"]

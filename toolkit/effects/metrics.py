@@ -1,21 +1,10 @@
 """Chapter 07: what to measure: tool evaluation counted from ordinary logs.
 
-The chapter's list, each one a ratio with its numerator and denominator kept
-(a rate without its counts cannot be checked):
-
-* schema and precondition violation rates (per call);
-* postcondition success (per call that ran);
-* duplicate-side-effect rate (per logical operation that had an effect);
-* rollback frequency (per call that ran);
-* partial progress after failed calls (per failed call: did its task still
-  move forward afterwards?);
-* utility gain per call, under a fixed budget of calls.
-
-``measure`` reads neutral ``CallRow``s; ``rows_from_audit`` builds them from
-an ``AuditLog`` and ``rows_from_attempts`` from a host's attempt log. The
-chapter's example log (200 seeded invoice calls, 6 of them malformed) and the
-drifting habits are scenery: ``course.worlds.invoice_log``.
-"""
+The chapter's list, each a ratio with its counts kept: schema and precondition violation rates,
+postcondition success, duplicate-side-effect rate, rollback frequency, partial progress after failed
+calls, and utility gain per call. ``measure`` reads neutral ``CallRow``s, built from an ``AuditLog``
+(``rows_from_audit``) or a host's attempt log (``rows_from_attempts``); the chapter's example log is
+``course.worlds.invoice_log``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -71,13 +60,7 @@ class Rate:
 
 @dataclass(frozen=True)
 class CallRow:
-    """One call as the metrics see it.
-
-    ``final`` is the record state the call stopped in; ``failures`` the failure
-    classes logged for it (a rejection lists every failing test);
-    ``effects`` names the logical operation of each durable side effect it
-    caused (``("order-7",)``: one invoice for order 7).
-    """
+    """One call as the metrics see it; ``effects`` names each durable side effect's operation."""
 
     call_id: str
     final: str
@@ -132,11 +115,7 @@ class MetricsReport:
 
 
 def rows_from_audit(log: Any) -> list[CallRow]:
-    """Rebuild call rows from an ``AuditLog``'s events.
-
-    Marks the metrics read: ``task`` (note: the task id), ``effect`` (note: the
-    logical operation), ``rollback``, and ``utility`` (value).
-    """
+    """Call rows from an ``AuditLog``'s events and marks (task, effect, rollback, utility)."""
     rows: dict[str, dict[str, Any]] = {}
     for e in log.events():
         row = rows.setdefault(e["call_id"], {"call_id": e["call_id"], "tool": e["tool"], "final": "requested",
@@ -162,10 +141,7 @@ def rows_from_audit(log: Any) -> list[CallRow]:
 
 
 def rows_from_attempts(attempts: Iterable[Any], task_of: Any = None) -> list[CallRow]:
-    """Call rows from a host's ``Attempt`` log (attempts with the same call id are one call).
-
-    Effects, rollbacks and utility are not in a host log; they stay empty.
-    """
+    """Call rows from a host's ``Attempt`` log (one call per id; no effects, rollbacks, utility)."""
     from toolkit.effects import FROM_STATUS
 
     grouped: dict[str, list[Any]] = {}
@@ -187,6 +163,3 @@ def rows_from_attempts(attempts: Iterable[Any], task_of: Any = None) -> list[Cal
                             failures=tuple(failures), retries=len(group) - 1,
                             ran=any(a.verdict.legal for a in group)))
     return rows
-
-
-__all__ = ["CallRow", "MetricsReport", "Rate", "measure", "rows_from_attempts", "rows_from_audit"]

@@ -1,15 +1,9 @@
 """Chapter 07: execution records: one per call id, moving through an explicit state machine.
 
-A record answers "did the last run take effect?" after a timeout, a
-disconnect or a crash, and it is what an audit replays. The chapter's states
-are requested, approved, running, succeeded, failed, rejected and cancelled;
-two more make the uncertain cases explicit: ``timeout`` (the outcome is
-unknown) and ``awaiting_human`` (a person must decide).
-
-Every move must appear in ``TRANSITIONS``. A move that does not is a bug in
-the host (records are written by the host, never by a model), so it raises
-``IllegalTransition`` instead of being quietly accepted.
-"""
+A record answers "did the last run take effect?" after a timeout, a disconnect or a crash, and is
+what an audit replays. Beside the chapter's states, ``timeout`` (outcome unknown) and
+``awaiting_human`` make the uncertain cases explicit. A move missing from ``TRANSITIONS`` is a
+host bug: it raises ``IllegalTransition``."""
 from __future__ import annotations
 
 import itertools
@@ -90,8 +84,7 @@ class Tick:
 
 @dataclass(frozen=True)
 class Transition:
-    """One move of a record: from, to, when, a short note (a reason, never a secret),
-    the retry count after the move, and the failure class for failed or rejected moves."""
+    """One move of a record: from, to, when, a short note, the retry count and the failure class."""
 
     source: RecordState | None
     target: RecordState
@@ -112,12 +105,7 @@ Listener = Callable[["ExecutionRecord", Transition], None]
 
 @dataclass
 class ExecutionRecord:
-    """The life of one call: who asked, for which tool, with what (summarised), and every move.
-
-    ``summary`` is a redacted one-line argument summary; build records with
-    ``open_record`` so it is made by ``toolkit._show``. ``listener`` is told
-    of every transition (an audit log subscribes here).
-    """
+    """The life of one call: who asked, which tool, a redacted summary, and every move."""
 
     call_id: str
     initiator: str
@@ -173,17 +161,7 @@ class ExecutionRecord:
 
 def open_record(call: Any, initiator: str, contract: Any = None, clock: Callable[[], float] | None = None,
                 listener: Listener | None = None) -> ExecutionRecord:
-    """Start the record of ``call`` (a ``ToolCall``) in state ``requested``.
-
-    The argument summary is redacted field by field with the contract's
-    ``secret_fields`` and the secret-looking-name rule. A tool name or call id a
-    model made too long (or not text) is kept as its short, safe echo, so a record
-    (and the audit row it becomes) stays small.
-    """
+    """Start the record of ``call`` in state ``requested``, its arguments summarised, redacted."""
     return ExecutionRecord(shown_call_id(call.call_id), initiator, shown_name(call.name),
                            summarize(call.arguments, getattr(contract, "secret_fields", ())),
                            clock or Tick(), listener)
-
-
-__all__ = ["ExecutionRecord", "FINAL", "FROM_STATUS", "IllegalTransition", "RecordState", "TRANSITIONS", "Tick",
-           "Transition", "open_record"]

@@ -1,17 +1,10 @@
-"""Chapter 06: the host's retry loop: the model asks to try again, the host's controller decides.
-
-``run_with_retries`` runs one call on a host; after each failure the model's
-side (``ask``) may ask for a retry, and a ``RetryController``
-(``toolkit.kernel.backoff``) grants it, refuses it, or escalates. Every
-attempt comes back as a ``Try``: the result, and what the controller said.
-"""
+"""Chapter 06: the host's retry loop: the model asks to try again, the host's controller decides."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from toolkit.kernel import ToolCall, ToolResult
-from toolkit.kernel import RetryController, RetryDecision
+from toolkit.kernel import ToolCall, ToolResult, RetryController, RetryDecision
 
 
 @dataclass(frozen=True)
@@ -32,13 +25,7 @@ def run_with_retries(host: Any, call: ToolCall, controller: RetryController,
                      ask: Callable[[ToolCall, ToolResult], ToolCall | None] | None = None,
                      sleep: Callable[[float], None] | None = None,
                      on_try: Callable[[Try], None] | None = None) -> list[Try]:
-    """Run ``call`` on ``host``; after each failure the model may ask, and the controller decides.
-
-    ``ask(call, result)`` is the model's side: it returns the call it wants to
-    retry with (``None`` to stop). The default model always asks to retry the
-    very same call. ``sleep`` receives each granted wait (default: no real
-    sleep, the wait is only recorded). Returns every attempt in order.
-    """
+    """Run ``call``; after each failure ``ask`` may ask for a retry and the controller decides."""
     ask = ask or (lambda c, r: c)
     tries: list[Try] = []
     current, attempt = call, 1
@@ -56,6 +43,3 @@ def run_with_retries(host: Any, call: ToolCall, controller: RetryController,
             sleep(decision.wait)
         current, attempt = replace(wanted, call_id=call.call_id), attempt + 1
     return tries
-
-
-__all__ = ["Try", "run_with_retries"]

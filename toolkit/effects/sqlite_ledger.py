@@ -1,20 +1,9 @@
 """Chapter 05: the durable ledger: the ledger rule kept in one SQLite file, so a key survives a crash.
 
-``SqliteLedger`` gives the same answers as ``MemoryLedger.call`` (``toolkit.kernel.ledger``),
-one row per (principal, key), opened the one way this package opens SQLite
-(``toolkit.effects.database``). Where the effect lives decides the path:
-
-* an effect in the same database commits in one transaction with its row
-  (``call_atomic``): exactly once;
-* an effect in another system is bracketed by a *pending* row and a *done* row
-  (``call``): a crash in between leaves a pending claim, with an owner and a
-  lease (``toolkit.effects.leases``), that ``reconcile`` or ``reap`` settle
-  from the downstream system's own record, never by a blind re-run.
-
-Every method answers (an ``Answer``) instead of raising, SQLite's errors
-included (``release`` says False). Threads may share one ledger: its
-connection is used under a lock.
-"""
+The same answers as ``MemoryLedger.call``, one row per (principal, key). An effect in the same
+database commits with its row (``call_atomic``): exactly once. An effect elsewhere is bracketed by
+a *pending* and a *done* row (``call``); a crash between leaves a leased claim that ``reconcile``
+or ``reap`` settle from the downstream record. Every method answers instead of raising."""
 from __future__ import annotations
 
 import sqlite3
@@ -23,14 +12,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from toolkit.kernel import Answer, LedgerStatus, Status, ToolFailure, ToolResult
+from toolkit.kernel import Answer, invoke_effect, LedgerStatus, Status, ToolFailure, ToolResult
 from toolkit._json import check_call
-from toolkit._outcomes import run_effect
 from toolkit._show import scrub, secret_values
-from toolkit.effects import connect, transaction
-from toolkit.effects import LIVE, claim_owner, existing_answer, lease_length, lease_state, settle_row
-from toolkit.effects import storage_failure
-from toolkit.effects import decode_result, encode_result
+from toolkit.effects import (connect, transaction, LIVE, claim_owner, existing_answer, lease_length,
+                             lease_state, settle_row, storage_failure, decode_result, encode_result)
 
 LEDGER_SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledger (
@@ -48,16 +34,7 @@ _COLUMNS = "tool, fingerprint, state, result, owner, lease_until"
 
 
 class SqliteLedger:
-    """A durable ledger: one SQLite file, WAL, one row per (principal, key).
-
-    Use ``call_atomic`` when the effect writes to this same database (the
-    effect and the ledger row commit together: exactly once). Use ``call``
-    when the effect lives elsewhere: the key is passed downstream in the
-    arguments, and the row goes pending -> done around the effect. A pending
-    claim is held for ``lease_seconds`` (longer than any call may take) by an
-    owner named ``owner`` (default: this machine and process); ``clock`` is
-    the wall clock leases are measured by.
-    """
+    """A durable ledger in one SQLite file; ``owner`` holds a claim for ``lease_seconds``."""
 
     def __init__(self, path: str | Path, *, synchronous: str = "FULL", busy_timeout_ms: int = 10_000,
                  lease_seconds: float = 60.0, owner: str | None = None, clock: Callable[[], float] = time.time):
@@ -82,7 +59,6 @@ class SqliteLedger:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- reading ----------------------------------------------------------
     def __len__(self) -> int:
         """Finished entries (a pending claim is not yet an entry)."""
         with self._lock:
@@ -101,8 +77,7 @@ class SqliteLedger:
         return self._entry(row) if row else None
 
     def entries(self) -> list[dict[str, Any]]:
-        """Every row, oldest first: principal, key, tool, state, result, owner, lease_until and ``lease``
-        (``"live"``, why a pending claim is dead, or ``""`` for a finished key)."""
+        """Every row, oldest first, with ``lease``: ``"live"``, why a claim is dead, or ``""``."""
         with self._lock:
             rows = self.conn.execute(f"SELECT principal, key, {_COLUMNS} FROM ledger ORDER BY rowid").fetchall()
         return [self._entry(r) for r in rows]
@@ -121,16 +96,9 @@ class SqliteLedger:
         return self.conn.execute(f"SELECT {_COLUMNS} FROM ledger WHERE principal = ? AND key = ?",
                                  (principal, key)).fetchone()
 
-    # -- effect in this database: one transaction ----------------------------
     def call_atomic(self, key: str, effect: Callable[[sqlite3.Connection, Any], Any], arguments: Any, *,
                     tool: str = "", principal: str = "", secret_fields: Iterable[str] = ()) -> Answer:
-        """Run ``effect(conn, arguments)`` and write the ledger row in ONE transaction.
-
-        The effect must write only through ``conn`` and must not commit. A
-        crash, an exception, a failed commit or a result JSON cannot hold
-        rolls back both: the effect happened together with its ledger row, or
-        not at all.
-        """
+        """Run ``effect(conn, arguments)`` and write its row in ONE transaction: both or neither."""
         error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
         if error:
             return Answer.invalid(key, error)
@@ -160,17 +128,11 @@ class SqliteLedger:
                                   code="execution_failed", retryable=True)
         return Answer(LedgerStatus.RAN, key, decode_result(text))
 
-    # -- effect elsewhere: pending, then done -----------------------------------
     def call(self, key: str, effect: Callable[[Any], Any], arguments: Any, *,
              tool: str = "", principal: str = "", secret_fields: Iterable[str] = ()) -> Answer:
-        """Claim the key (pending, with a lease), run ``effect(arguments)``, record done if the claim still holds.
-
-        The claim commits before the effect starts, so a crash after the
-        effect leaves a pending row, which the next caller sees as in
-        progress: it must ``reconcile``, not re-run. A call whose outcome is
-        unknown ends its lease at once (nobody is finishing it); a call that
-        finds its claim settled or retaken by another caller answers CONFLICT.
-        """
+        """Claim the key (pending, with a lease; committed before the effect starts), run
+        ``effect(arguments)``, record done if the claim still holds. An unknown outcome ends the
+        lease at once; a claim settled or retaken meanwhile answers CONFLICT."""
         error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
         if error:
             return Answer.invalid(key, error)
@@ -186,7 +148,8 @@ class SqliteLedger:
                                   (principal, key, tool, digest, owner, now + self.lease_seconds))
         except sqlite3.Error as exc:
             return storage_failure(key, exc, "nothing was run", secret_values(arguments, secret_fields))
-        verdict, value, error = run_effect(effect, arguments, secret_fields)
+        # The claim found no row for the key: k is not in dom(L), so the rule runs f once.
+        _, verdict, value, error = invoke_effect(effect, arguments, key, {}, secret_fields)
         fence = (principal, key, owner)
         try:
             with self._lock, transaction(self.conn):
@@ -215,21 +178,14 @@ class SqliteLedger:
         return Answer(LedgerStatus.RAN, key, decode_result(text))
 
     def invoke(self, key: str, effect: Callable[[Any], Any], arguments: Any) -> Any:
-        """The rule's own form, on disk. Returns the result; a refusal comes back as a ``ToolResult``
-        keyed by the idempotency key (prefer ``call(...).to_result(call_id)`` to keep the caller's id)."""
+        """The rule's own form, on disk: the result, or a refusal as a ``ToolResult``."""
         answer = self.call(key, effect, arguments)
         if answer.ok or isinstance(answer.result, ToolResult):
             return answer.result
         return answer.to_result(key if isinstance(key, str) else "")
 
-    # -- after a crash -----------------------------------------------------------
     def record(self, key: str, arguments: Any, result: Any, *, tool: str = "", principal: str = "") -> Answer:
-        """Write a result obtained elsewhere as the key's outcome.
-
-        A new key becomes done (RAN); a pending claim with the same fingerprint
-        is settled (RECONCILED), whoever holds it; a done key keeps its first
-        result (REPLAYED).
-        """
+        """Write a result obtained elsewhere: RAN, RECONCILED (pending claim) or REPLAYED (done)."""
         error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
         if error:
             return Answer.invalid(key, error)
@@ -252,12 +208,9 @@ class SqliteLedger:
 
     def reconcile(self, key: str, arguments: Any, inquire: Callable[[Any], Any], *,
                   tool: str = "", principal: str = "") -> Answer:
-        """Settle a dead claim on ``key`` from the downstream system's own record, never by a blind re-run.
-
-        A live lease is a slow owner: *in progress*, and ``inquire`` is not asked. For a dead claim
-        ``inquire(arguments)`` asks the downstream system: its outcome settles the key (RECONCILED); None
-        frees it (FAILED ``not_applied``); an exception leaves it pending (PENDING: ask a human).
-        """
+        """Settle a dead claim on ``key`` from ``inquire(arguments)``, the downstream record: its
+        outcome RECONCILED, None FAILED ``not_applied`` (the key is free), an exception PENDING.
+        A live lease is left."""
         error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
         if error:
             return Answer.invalid(key, error)
@@ -279,12 +232,7 @@ class SqliteLedger:
         return self._settle(principal, key, row[4], found, tool, digest)
 
     def reap(self, find: Callable[[str], Any]) -> list[Answer]:
-        """Settle every dead claim from the downstream record: ``find(key)`` returns its outcome or None.
-
-        One answer per dead claim, oldest first: RECONCILED, FAILED ``not_applied``
-        (no record: the key is free again) or PENDING (``find`` raised: the claim
-        stays for a person). Live claims are left alone. A database failure is one FAILED answer.
-        """
+        """``reconcile`` every dead claim, oldest first; ``find(key)`` is the downstream record."""
         try:
             with self._lock:
                 rows = self.conn.execute("SELECT principal, key, tool, fingerprint, owner, lease_until FROM ledger "
@@ -335,6 +283,3 @@ class SqliteLedger:
 
 class _NotStorable(Exception):
     """An atomic effect returned a value JSON cannot hold."""
-
-
-__all__ = ["SqliteLedger"]

@@ -1,10 +1,4 @@
-"""Chapter 05: stored results: a ledger keeps each key's result as JSON text, and gives it back unchanged.
-
-``encode_result`` writes a result the way a ledger row stores it (a
-``ToolResult`` keeps every field, status and failure class included);
-``decode_result`` is its inverse, so a replay hands back exactly what the
-first run returned.
-"""
+"""Chapter 05: stored results: a ledger keeps each key's result as JSON text, and gives it back unchanged."""
 from __future__ import annotations
 
 import json
@@ -15,8 +9,7 @@ from toolkit.kernel import FailureClass, Status, ToolError, ToolResult
 
 
 def encode_result(value: Any, strict: bool = False) -> str:
-    """A result as stored JSON. ``ToolResult`` keeps every field; other values JSON
-    cannot hold are stored as text unless ``strict`` (then ``TypeError``)."""
+    """A result as stored JSON (``strict``: ``TypeError`` for what JSON cannot hold, else text)."""
     if isinstance(value, ToolResult):
         data = asdict(value)
         data["status"] = value.status.value
@@ -44,6 +37,3 @@ def decode_result(text: str | None) -> Any:
         data["errors"] = tuple(ToolError(**e) for e in data["errors"])
         return ToolResult(**data)
     return value
-
-
-__all__ = ["decode_result", "encode_result"]

@@ -1,7 +1,6 @@
 """File tools (chapters 01 and 03): edit_file, exports and import claims, the open witness.
 
-Each name below is defined in the module it is listed under; that module loads on first use.
-"""
+Each name below loads its module on first use (``toolkit._exports``)."""
 from toolkit._exports import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {

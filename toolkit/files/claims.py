@@ -1,17 +1,9 @@
 """Chapter 03: an import is a claim: check every name proposed code imports against the module's real exports.
 
-A model can write a perfectly plausible import::
-
-    from publication_manifest import load_manifest
-
-``check_imports(code, root)`` parses the proposed code (never runs it), finds
-each ``import X`` / ``from X import Y``, and checks every claim against the
-module file under the workspace ``root``, read by ``toolkit.files.exports``.
-An unknown symbol becomes a ``ToolError`` whose line reads
-``import publication_manifest.load_manifest: symbol not exported``, with the
-names the module does export as ``expected`` and the nearest one as a hint.
-Standard-library modules are trusted without being read.
-"""
+``check_imports(code, root)`` parses the proposed code (never runs it) and checks each ``import
+X`` / ``from X import Y`` against the module file under ``root`` (``toolkit.files.exports``): an
+unknown symbol is a ``ToolError`` (``symbol not exported``) with the real exports as ``expected``
+and the nearest as a hint. Standard-library modules are trusted without being read."""
 from __future__ import annotations
 
 import ast
@@ -40,11 +32,7 @@ class ImportClaim:
 
 
 def import_claims(code: str, importer: str = "") -> tuple[list[ImportClaim], list[ToolError]]:
-    """Every import in ``code``, as claims to check; code that does not parse gives one structured error.
-
-    ``importer`` is the dotted name of the module the code will live in; it is
-    needed only to resolve relative imports (``from . import x``).
-    """
+    """Every import in ``code`` as claims (``importer``: for relative imports), or one error."""
     if not isinstance(code, str):
         return [], [ToolError("precondition_failed", "code", "code must be text",
                               expected="Python source", received=type(code).__name__, retryable=False)]
@@ -93,11 +81,7 @@ def _absolute(module: str, level: int, importer: str) -> str | None:
 
 
 def check_claim(claim: ImportClaim, root: Path | str) -> ToolError | None:
-    """None if the claim holds; else the error that names it.
-
-    Standard-library modules are trusted and not read; any other module must
-    be a file in the workspace, or the runtime cannot vouch for it.
-    """
+    """None if the claim holds, else the error naming it (the standard library is trusted)."""
     top = claim.module.split(".")[0]
     if top in sys.stdlib_module_names and find_module(root, top) is None:
         return None
@@ -127,6 +111,3 @@ def introduced_claims(before: str, after: str, importer: str = "") -> tuple[list
     new, errors = import_claims(after, importer)
     seen = {(c.module, c.name) for c in old}
     return [c for c in new if (c.module, c.name) not in seen], errors
-
-
-__all__ = ["ImportClaim", "check_claim", "check_imports", "import_claims", "introduced_claims"]

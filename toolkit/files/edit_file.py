@@ -1,49 +1,18 @@
 """Chapter 03: a real ``edit_file`` tool: replace one exact piece of text in one workspace file.
 
-The contract, as a card::
-
-    tool edit_file(file_path, old_text, new_text)
-      requires: caller has fs.write; file_path stays inside the workspace; the file
-                exists; old_text occurs exactly once; every import new_text
-                introduces is exported
-      ensures:  the file holds new_text where old_text was, and nothing else changed
-      retry:    unsafe
-      evidence: sha256 before and sha256 after
-
-**The schema.** A valid call has exactly the three string fields. The schema
-asks for them in two stages: ``file_path`` always, and ``old_text`` and
-``new_text`` as soon as a file is named (``if``/``then``). That accepts exactly
-the calls ``"required": [all three]`` would accept; only the feedback differs.
-A call that does not even name its file is told so first, together with every
-field it should not have sent, and each of those errors' hints lists the
-declared fields. ``required`` comes before ``additionalProperties`` in the
-schema because jsonschema reports errors in the order of the schema's keys.
-
-**Retry semantics: UNSAFE.** Running the same edit twice is not always
-harmless. Usually the second run is refused, because ``old_text`` no longer
-occurs; but when ``new_text`` contains ``old_text`` (inserting a line after an
-anchor, say) a blind retry applies the edit a second time. The declared fields
-leave no room for an idempotency key, so ``SAFE_WITH_KEY`` would be a promise
-the tool cannot keep. After a timeout, compare the file's hash with the
-evidence instead of retrying.
-
-**The path guard** refuses an absolute path as text, then climbs rungs 1 and 2
-of ``toolkit.kernel.read_file`` (the path as text, then its real location after
-links), so ``src/../README.md`` is accepted and a link that points out of the
-workspace is refused. The file is read through rung 3 (``open_confined``: no
-link followed, at most ``MAX_FILE_BYTES``) and written the same way
-(``write_confined``: the folders opened without following links, a new file
-beside the old one, ``fsync``, a rename), so a file or folder swapped for a
-link after the check is refused, never read or written through.
-"""
+The schema asks for ``file_path`` first (``if``/``then``), so a call that names no file is told so
+first. Retry is UNSAFE: when ``new_text`` contains ``old_text`` a blind retry edits twice, so after
+a timeout compare the file's hash with the evidence. The file is located by rungs 1 and 2, read
+and written through rung 3 (``write_confined``), never through a link."""
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
 from typing import Any
 
-from toolkit.kernel import Condition, Contract, FailureClass, Retry, Status, Tool, ToolError, ToolFailure
-from toolkit.kernel import locate, open_confined, write_confined
+from toolkit.kernel import (Condition, Contract, FailureClass, Retry, Status, Tool, ToolError,
+                            ToolFailure, open_confined, write_confined)
+from toolkit._workspace import locate
 from toolkit.files import check_claim, introduced_claims
 from toolkit._caps import MAX_FILE_BYTES
 from toolkit._paths import HINTS, PathRefused
@@ -82,7 +51,6 @@ def tree_digest(root: Path | str) -> str:
     return digest.hexdigest()
 
 
-# ------------------------------------------------------------------ the path
 def resolve_in_workspace(root: Path | str, file_path: Any) -> Path | ToolError:
     """The real path ``file_path`` names inside ``root``, or the ``path_refused`` error saying why not."""
     found = _confined(root, file_path)
@@ -114,10 +82,7 @@ def _confined(root: Path | str, file_path: Any) -> tuple[Path, str] | ToolError:
 
 
 def _read_text(root: Path, args: dict) -> tuple[str, str] | ToolError:
-    """``(relative name, text)`` of the file the call names, read through rung 3, or why it cannot be read.
-
-    ``root`` is the workspace's real path (the factories below resolve it once).
-    """
+    """``(relative name, text)`` of the file the call names, read through rung 3, or why not."""
     found = _confined(root, args.get("file_path"))
     if isinstance(found, ToolError):
         return ToolError("precondition_failed", "$.file_path", "not checked: file_path is refused",
@@ -158,7 +123,6 @@ def module_name(rel: str) -> str:
     return ".".join(Path(rel).with_suffix("").parts)
 
 
-# ------------------------------------------------------------ the conditions
 def edit_file_contract(workspace: Path | str) -> Contract:
     """The ``edit_file`` contract for one workspace directory."""
     root = Path(workspace).resolve()
@@ -239,13 +203,8 @@ def edit_file_contract(workspace: Path | str) -> Contract:
     )
 
 
-# ------------------------------------------------------------------- the run
 def make_edit_file(workspace: Path | str) -> Tool:
-    """The ``edit_file`` tool for one workspace: its contract and the code that carries it out.
-
-    The run checks again what it relies on (the path, and that ``old_text``
-    still occurs exactly once): the file may have changed since the host's check.
-    """
+    """The ``edit_file`` tool for one workspace; the run checks the path and ``old_text`` again."""
     root = Path(workspace).resolve()
     contract = edit_file_contract(root)
 
@@ -271,7 +230,3 @@ def make_edit_file(workspace: Path | str) -> Tool:
                 "evidence": {"sha256_before": sha256_bytes(before), "sha256_after": sha256_bytes(after)}}
 
     return Tool(contract, run)
-
-
-__all__ = ["EDIT_FILE_SCHEMA", "edit_file_contract", "file_sha256", "make_edit_file",
-           "module_name", "resolve_in_workspace", "sha256_bytes", "tree_digest", "unique_offset"]

@@ -1,28 +1,11 @@
 """Chapter 03: what a module really exports, read without running a line of it.
 
-A model can write a perfectly plausible import::
-
-    from publication_manifest import load_manifest
-
-Grammar cannot tell whether ``publication_manifest`` exports ``load_manifest``.
-Only the module can, so the runtime reads it. It *parses* the file with
-``ast`` and never imports it: importing runs the module's top-level code, and
-checking a proposal must not have side effects.
-
-The course's meaning of "exported":
-
-* if the module assigns ``__all__`` a literal list or tuple of strings, the
-  exported names are exactly those (rule ``"__all__"``);
-* otherwise they are the public top-level definitions: functions, classes and
-  assigned names that do not start with ``_`` (rule ``"public top-level names"``).
-  Names a module merely imports are not its exports under this rule.
-
-``read_exports(root, module)`` finds the module's file under the workspace
-``root`` (through rungs 1 and 2 of ``toolkit.kernel.read_file``), reads it
-through rung 3 (no link followed, at most ``MAX_FILE_BYTES``) and returns its
-``Exports``; ``make_inspect_exports`` offers that to a model as a read-only
-tool. ``toolkit.files.claims`` checks proposed code's imports against it.
-"""
+Grammar cannot tell whether ``publication_manifest`` exports ``load_manifest``; only the module
+can, so the runtime *parses* it with ``ast`` and never imports it (importing runs code). Exported
+means: the strings of a literal ``__all__`` (rule ``"__all__"``), else the public top-level
+definitions (rule ``"public top-level names"``; imported names do not count).
+``read_exports(root, module)`` finds the file through rungs 1 and 2 and reads it through rung 3;
+``make_inspect_exports`` offers that to a model."""
 from __future__ import annotations
 
 import ast
@@ -31,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit.kernel import Condition, Contract, Retry, Tool, ToolError
-from toolkit.kernel import locate, open_confined
+from toolkit.kernel import Condition, Contract, Retry, Tool, ToolError, open_confined
+from toolkit._workspace import locate
 from toolkit._caps import MAX_FILE_BYTES
 from toolkit._paths import PathRefused
 
@@ -57,13 +40,8 @@ class Exports:
         return {"module": self.module, "path": self.path, "rule": self.rule, "names": list(self.names)}
 
 
-# ------------------------------------------------------------ reading a module
 def exported_names(source: str) -> tuple[tuple[str, ...], str]:
-    """The names ``source`` exports and the rule used; parses, never executes.
-
-    Raises ``SyntaxError`` if the source does not parse (``read_exports`` turns
-    that into a ``ToolError``).
-    """
+    """The names ``source`` exports and the rule used; parses, never executes."""
     tree = ast.parse(source)
     literal = _literal_all(tree)
     if literal is not None:
@@ -112,12 +90,7 @@ def _defined_names(node: ast.stmt) -> list[str]:
 
 
 def find_module(root: Path | str, dotted: str) -> Path | None:
-    """The file for module ``dotted`` under ``root`` (``a/b.py`` or ``a/b/__init__.py``), or None.
-
-    Only plain dotted identifiers are looked up, and the file found must pass
-    rungs 1 and 2 of ``toolkit.kernel.read_file``: inside ``root`` as text and
-    once symlinks are resolved.
-    """
+    """The file for module ``dotted`` under ``root`` that passes rungs 1 and 2, or None."""
     found = _locate_module(root, dotted)
     return found[0] / found[1] if found else None
 
@@ -179,7 +152,6 @@ def _module_not_found(root: Path | str, dotted: str) -> ToolError:
                      hint=f"did you mean {near[0]}?" if near else "import a module that exists in the workspace")
 
 
-# ------------------------------------------------------------- the read tool
 INSPECT_EXPORTS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["module"],
@@ -218,7 +190,3 @@ def make_inspect_exports(workspace: Path | str) -> Tool:
         reads=("module:{module}",),
     )
     return Tool(contract, run)
-
-
-__all__ = ["Exports", "RULE_ALL", "RULE_PUBLIC", "exported_names", "find_module", "make_inspect_exports",
-           "read_exports", "workspace_modules"]

@@ -1,20 +1,10 @@
 """Chapter 01: a witness for "no unauthorized file was read": every file the interpreter opens, recorded.
 
-``recording_opens()`` records every path opened while its block is active, through a
-``sys.addaudithook`` hook on the ``open`` event, which both ``open()`` and ``os.open``
-raise *before* the system call. It is how the course proves that a refused request
-touched nothing. Opens made by the import system (loading code and package data) are
-not recorded. ``files_opened(events)`` keeps the files, not the folders, that were there.
-
-The hook runs before the system call, so it cannot see whether the open worked; it
-notes whether anything was there to open. A full path to nothing (and no flag that
-creates a file) can only fail: such an ``Open`` has ``found=False``, read nothing, and
-is left out of ``files_opened``, so "try to open, catch the error" passes for a missing
-file inside the workspace. A bare name may be relative to a folder descriptor
-(``dir_fd``), which the event does not carry: it is always counted as opened.
-``opened_outside(events, root)`` lists every full path tried outside ``root``, found
-or not: an attempt out there is a fault even when it failed.
-"""
+``recording_opens()`` records every path opened in its block through a ``sys.addaudithook`` hook
+on the ``open`` event, raised *before* the system call (the import system's opens are not
+recorded). A full path to nothing can only fail (``found=False``) and is left out of
+``files_opened``; a bare name relative to a ``dir_fd`` is always counted.
+``opened_outside(events, root)`` lists every full path tried outside ``root``, found or not."""
 from __future__ import annotations
 
 import os
@@ -75,11 +65,7 @@ def _hook(event: str, args: tuple) -> None:
 
 @contextmanager
 def recording_opens() -> Iterator[list[Open]]:
-    """Yield a list that fills with an ``Open`` for every path opened inside the block.
-
-    Audit hooks cannot be removed, so one hook is installed on first use and
-    records only while a block is active (the innermost block gets the events).
-    """
+    """Yield a list that fills with an ``Open`` for every path opened inside the block."""
     global _INSTALLED
     if not _INSTALLED:
         sys.addaudithook(_hook)
@@ -106,8 +92,7 @@ def files_opened(events: list[Open]) -> list[str]:
 
 
 def opened_outside(events: list[Open], root: str | os.PathLike) -> list[str]:
-    """Every full path tried outside the folder ``root``, found or not: judged by rung 2 of the read_file ladder
-    (``check_realpath``: links resolved, whole components compared), the one containment rule."""
+    """Every full path tried outside ``root``, found or not, by rung 2 (``check_realpath``)."""
     base = Path(os.path.realpath(root))
     outside = []
     for e in events:

@@ -12,33 +12,24 @@
     stream.py       a call runs only after its completion signal                 (chapter 08)
     scheduler.py    read-read together, write-write and read-write in order      (chapter 08)
 
-Every name is imported here by name, so an editor's "go to definition" finds it.
-Hardening (caps, echoes, JSON and fingerprints, schemas and patterns, id rules) lives in the
-private modules beside the kernel (``toolkit/_*.py``), each reached through one function.
+Every name is imported here by name, so an editor's "go to definition" finds it; only the rules' own
+names: hardening (caps, echoes, JSON and fingerprints, schemas and patterns, id rules) lives in the
+private modules beside the kernel (``toolkit/_*.py``), each reached through one function, and a name
+defined there is imported from there.
 """
 from toolkit.kernel.call import (FailureClass, NEXT_STEP, request, Status, ToolCall, ToolError, ToolFailure,
                                  ToolResult)
-from toolkit._ids import CallIds, IdMap, not_a_call
-from toolkit._codes import CODES
-from toolkit._failures import MEANING, POINTS_AT
 from toolkit.kernel.contract import Condition, Contract, ContractError, Retry
 from toolkit.kernel.legality import (Caller, check, Layer, LAYER_OF, LAYERS, legal, Outcome, PRE_QUESTIONS,
                                      refused, Test, Verdict)
-from toolkit._printed import legal_line
 from toolkit.kernel.host import Attempt, Host, rejection, Tool
 from toolkit.kernel.loop import contract_allows, evaluate, invoke_with_ledger, ledger_key, Observation, State
-from toolkit._scripted import ScriptedPolicy
 from toolkit.kernel.choice import Choice, choose, expected_value, governed_score, Option
 from toolkit.kernel.read_file import (check_lexical, check_realpath, confine, make_read_file, open_confined,
                                       path_guard, READ_FILE, READ_FILE_LAYERS, READ_FILE_SCHEMA, read_confined,
                                       write_confined)
-from toolkit._paths import ReadRefused
-from toolkit._read_checks import EVIDENCE_MATCHES, existing_file
-from toolkit._workspace import locate
-from toolkit.kernel.ledger import Answer, invoke, Ledger, LedgerStatus, MemoryLedger
+from toolkit.kernel.ledger import Answer, invoke, invoke_effect, Ledger, LedgerStatus, MemoryLedger
 from toolkit.kernel.backoff import (Action, Jitter, NEVER_RETRY, retry_verdict, RetryController, RetryDecision,
                                     RetryPolicy, RetryState, step)
-from toolkit._retry_walk import plan, walk
 from toolkit.kernel.stream import Assembler, COMPLETE, completion_problem, CUT, is_cut, Refusal
 from toolkit.kernel.scheduler import conflict, Contracts, Footprint, Plan, PlannedCall, resources, schedule
-from toolkit._resources import canonical

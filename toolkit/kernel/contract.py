@@ -88,7 +88,7 @@ class Contract:
 
     def card(self) -> str:
         """The contract written out as a short card, in the chapter's layout."""
-        from toolkit._cards import contract_card
+        from toolkit._printed import contract_card
         return contract_card(self)
 
     @classmethod

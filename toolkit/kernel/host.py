@@ -20,7 +20,7 @@ from toolkit.kernel.legality import LAYER_OF, Caller, Outcome, Verdict, check, r
 from toolkit._caps import MAX_ERRORS_PER_CALL
 from toolkit._conditions import condition_errors
 from toolkit._ids import not_a_call, refusal_result, round_refusals, shown_call_id
-from toolkit._logcopy import log_copy
+from toolkit._show import log_copy
 from toolkit._raised import raised_result
 from toolkit._show import scrubbed_errors
 from toolkit._unknown import retry_slot, second_action

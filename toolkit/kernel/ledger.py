@@ -3,21 +3,23 @@
     invoke(f, x, k, L) = (L, L[k])               if k in dom(L)
                          (L ∪ {k ↦ y}, y)         if k not in dom(L), y = f_k(x)
 
-``invoke`` is the rule over a dict; ``MemoryLedger.call`` runs every call through it, with what a real ledger
-adds: the same key with another tool or other arguments is a *conflict*, a key still in flight is *in
-progress*, an effect that did not happen frees its key, one whose outcome is unknown keeps its claim.
-``toolkit.effects.sqlite_ledger`` gives the same answers from a file. Nothing here raises on bad input.
-Hardening, one function each: ``check_call`` (``toolkit._json``), ``run_effect`` (``toolkit._outcomes``),
-``ledger_refusal`` (``toolkit._refusals``); an answer is shown by ``toolkit._answers``.
+``invoke`` is the rule over a dict; both ledgers run every call through it (``invoke_effect``),
+with what a real ledger adds: the same key with another tool or other arguments is a *conflict*,
+a key still in flight is *in progress*, an effect that did not happen frees its key, one whose
+outcome is unknown keeps its claim. ``toolkit.effects.sqlite_ledger`` gives the same answers from
+a file. Nothing here raises on bad input. Hardening, one function each: ``check_call``
+(``toolkit._json``), ``run_effect`` (``toolkit._outcomes``), ``ledger_refusal``
+(``toolkit._refusals``); the result a model is shown is ``toolkit._answers``'.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable, Iterable, Mapping, Protocol, TypeVar, runtime_checkable
 
 from toolkit.kernel.call import ToolError, ToolResult
-from toolkit._answers import answer_line, answer_result
+from toolkit._answers import answer_result
 from toolkit._json import check_call
 from toolkit._outcomes import run_effect
 from toolkit._refusals import ledger_refusal
@@ -62,8 +64,13 @@ class Answer:
         return self.status in (LedgerStatus.RAN, LedgerStatus.REPLAYED, LedgerStatus.RECONCILED)
 
     def line(self) -> str:
-        """One printable line, e.g. ``invoice-431: replayed -> {"invoice_id": "INV-9"}`` (``toolkit._answers``)."""
-        return answer_line(self)
+        """One printable line, e.g. ``invoice-431: replayed -> {"invoice_id": "INV-9"}``, or the
+        refusal's error."""
+        if not self.ok:
+            return f"{self.key}: {self.status.value} ({self.error.line() if self.error else ''})"
+        shown = self.result.to_dict() if isinstance(self.result, ToolResult) else self.result
+        text = json.dumps(shown, sort_keys=True, default=str)
+        return f"{self.key}: {self.status.value} -> {text}"
 
     def to_dict(self) -> dict[str, Any]:
         result = self.result.to_dict() if isinstance(self.result, ToolResult) else self.result
@@ -127,10 +134,9 @@ class MemoryLedger:
         new = k not in self.entries
         if new:
             self._claims[k] = (tool, digest)                              # claimed before the effect runs
-        try:                                                              # the rule: replay, or run and record
-            self.entries, y = invoke(lambda x: _recorded(effect, x, secret_fields), x, k, self.entries)
-        except _NotRecorded as outcome:                                   # nothing to record (see _unrecorded)
-            return self._unrecorded(k, key, *outcome.args)
+        self.entries, verdict, y, error = invoke_effect(effect, x, k, self.entries, secret_fields)
+        if verdict != "done":                           # nothing to record (see _unrecorded)
+            return self._unrecorded(k, key, verdict, y, error)
         return Answer(LedgerStatus.RAN if new else LedgerStatus.REPLAYED, key, y)
 
     def _refused(self, k: Any, key: str, tool: str, digest: str) -> Answer | None:
@@ -160,6 +166,18 @@ class MemoryLedger:
         return [slot for slot in self._claims if slot not in self.entries]
 
 
+def invoke_effect(effect: Callable[[Any], Any], x: Any, k: str, L: Mapping[str, Any],
+                  secret_fields: Iterable[str] = ()) -> tuple[dict, str, Any, ToolError | None]:
+    """``invoke`` with a real effect: ``(L', verdict, y, error)``. Only a done effect is recorded in
+    ``L'``; one that did not happen (``release``) or whose outcome is unknown (``pending``)
+    leaves ``L`` as it was."""
+    try:
+        L, y = invoke(lambda x: _recorded(effect, x, secret_fields), x, k, L)
+    except _NotRecorded as outcome:
+        return dict(L), *outcome.args
+    return L, "done", y, None
+
+
 def _recorded(effect: Callable[[Any], Any], x: Any, secret_fields: Iterable[str]) -> Any:
     """f_k for ``invoke``: the effect's value when it is done; otherwise nothing may be recorded."""
     verdict, value, error = run_effect(effect, x, secret_fields)
@@ -170,4 +188,3 @@ def _recorded(effect: Callable[[Any], Any], x: Any, secret_fields: Iterable[str]
 
 class _NotRecorded(Exception):
     """The effect left nothing to record: ``args`` are ``run_effect``'s (verdict, value, error)."""
-

@@ -17,7 +17,7 @@ from toolkit.kernel.contract import Contract
 from toolkit._conditions import condition_errors
 from toolkit._printed import legality_lines
 from toolkit._schema import parse_arguments, schema_errors
-from toolkit._screen import request_problem
+from toolkit._ids import request_problem
 from toolkit._show import scrubbed_errors
 
 

@@ -30,8 +30,8 @@ from toolkit.kernel.call import ToolError
 from toolkit.kernel.host import Tool
 from toolkit._caps import MAX_FILE_BYTES
 from toolkit._nofollow import FileRead, folder, plain_relative, read_nofollow, write_nofollow
-from toolkit._paths import PathRefused, ReadRefused, shown, text_problem
-from toolkit._read_checks import EVIDENCE_MATCHES, existing_file
+from toolkit._paths import PathRefused
+from toolkit._read_checks import file_conditions
 from toolkit._workspace import Workspace
 
 _INSIDE = "a relative path inside the workspace"
@@ -41,11 +41,11 @@ _INSIDE = "a relative path inside the workspace"
 def check_lexical(root: Path, path: object) -> PurePosixPath:
     """Rung 1: the path as text, relative to ``root`` (the workspace's real path) and tidied. Touches no file."""
     def refuse(kind: str, why: str) -> PathRefused:
-        return PathRefused(1, kind, shown(path), why, _INSIDE)
+        return PathRefused(1, kind, path, why, _INSIDE)
 
-    problem = text_problem(path)          # not a string, empty, NUL, backslash, control characters, too long
+    problem = PathRefused.of_text(path, _INSIDE)   # not a string, empty, NUL, backslash, control...
     if problem:
-        raise refuse(*problem)
+        raise problem
     candidate = PurePosixPath(path)
     base = PurePosixPath(root)
     if candidate.is_absolute():
@@ -69,10 +69,11 @@ def check_realpath(root: Path, path: str) -> PurePosixPath:
     try:
         real = PurePosixPath(os.path.realpath(os.path.join(root, path)))
     except (OSError, ValueError, RuntimeError):
-        raise PathRefused(2, "unresolvable", shown(path), "it cannot be resolved", _INSIDE) from None
+        raise PathRefused(2, "unresolvable", path, "it cannot be resolved", _INSIDE) from None
     base = PurePosixPath(root)
     if not real.is_relative_to(base):      # components again: a link to /ws_evil is outside /ws
-        raise PathRefused(2, "outside", shown(path), "it resolves to a place outside the workspace", _INSIDE)
+        raise PathRefused(2, "outside", path, "it resolves to a place outside the workspace",
+                          _INSIDE)
     return real.relative_to(base)
 
 
@@ -148,25 +149,28 @@ def make_read_file(workspace: Path | str | Workspace, *, max_bytes: int = MAX_FI
                    layers: Iterable[str] = tuple(READ_FILE_LAYERS)) -> Tool:
     """The read_file tool for one workspace: ``{"path", "resolved", "content", "lossless", "evidence"}``.
 
-    ``layers`` (switch names of ``READ_FILE_LAYERS``) are the layers the contract carries; cut them all and
-    a hostile path is still refused, by rung 3, as a ``ReadRefused``. A ``Workspace`` brings its ``max_bytes``.
+    ``layers`` (switch names of ``READ_FILE_LAYERS``) are the layers the contract carries; cut
+    them all and a hostile path is still refused, by rung 3, as a ``toolkit._paths.ReadRefused``.
+    A ``Workspace`` brings its ``max_bytes``.
     """
     layers = frozenset(layers)
     unknown = layers.difference(READ_FILE_LAYERS)
     if unknown:
         raise ValueError(f"unknown layers {sorted(unknown)}; choose from {sorted(READ_FILE_LAYERS)}")
     ws = workspace if isinstance(workspace, Workspace) else Workspace(Path(workspace), max_bytes)
-    business = ((existing_file(ws),) if must_exist else ()) + tuple(preconditions)
+    exists, evidence_matches = file_conditions(ws)
+    business = ((exists,) if must_exist else ()) + tuple(preconditions)
     contract = replace(READ_FILE, schema=READ_FILE_SCHEMA if "schema" in layers else {"type": "object"},
                        guards=(path_guard(ws),) if "path" in layers else (),
-                       preconditions=business if "business" in layers else (), postconditions=(EVIDENCE_MATCHES,))
+                       preconditions=business if "business" in layers else (),
+                       postconditions=(evidence_matches,))
 
     def run(arguments: dict, world: Any) -> dict[str, Any]:
         path = _path_of(arguments)
         try:
             got = read_confined(ws.root, path, ws.max_bytes)          # all three rungs, every time
         except PathRefused as refusal:
-            raise ReadRefused(refusal) from None
+            raise refusal.failure() from None
         output = {"path": path, "resolved": got.path, "content": got.text, "lossless": got.lossless,
                   "evidence": got.evidence()}
         if arguments.get("mode") == "lines":

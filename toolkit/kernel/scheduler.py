@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from toolkit._ids import refusal_result, round_refusals
-from toolkit._plan_table import plan_table
+from toolkit._printed import plan_table
 from toolkit._resources import footprint
 from toolkit._schema import parse_arguments
 from toolkit.kernel.call import ToolCall, ToolResult
@@ -102,7 +102,7 @@ class Plan:
                  "waits_for": [f"{cid} ({why})" for cid, why in s.waits_for]} for s in self.steps]
 
     def text(self) -> str:
-        """The plan as a small table, one line per call (``toolkit._plan_table``)."""
+        """The plan as a small table, one line per call (``toolkit._printed``)."""
         return plan_table(self.rows(), self.refused)
 
 

@@ -28,9 +28,9 @@ import json
 from collections import Counter
 from typing import Any, Callable, Iterable
 
-from toolkit.kernel import (Caller, CallIds, Contract, FailureClass, Host, Status, Tool, ToolCall, ToolError,
+from toolkit.kernel import (Caller, Contract, FailureClass, Host, Status, Tool, ToolCall, ToolError,
                             ToolFailure, ToolResult, check, invoke_with_ledger, request)
-from toolkit._ids import refusal_result, round_refusals
+from toolkit._ids import CallIds, refusal_result, round_refusals
 from toolkit._caps import MAX_ANSWER_BYTES, MAX_ARGUMENT_BYTES, MAX_SERVER_ERROR_CHARS
 from toolkit._show import echo_text, redact_arguments, shorten
 from toolkit.mcp import Trust, adopt_tool

@@ -1,12 +1,9 @@
-"""Calls on the wire (chapters 01 and 08): stream framing and assembly, vendor formats, pairing, scheduling.
+"""Calls on the wire (chapters 01 and 08): stream framing, vendor formats, pairing, scheduling.
 
-Each name below is defined in the module it is listed under; that module loads on first use. The stream
-``Assembler`` and the ``IdMap`` it keeps are the kernel's: ``from toolkit.kernel import Assembler, IdMap``.
-"""
+Each name below loads its module on first use (``toolkit._exports``)."""
 from toolkit._exports import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "assembly": ("frames", "SKETCH_FRAMES"),
     "ids": ("id_problem", "VENDORS"),
     "pairing": ("check_conversation", "naive_pairing", "pair_results", "pairing_problems", "round_failure", "round_pointer",
                 "verify"),

@@ -1,30 +1,20 @@
 """Chapters 01 and 08: call ids that never cross: the toolkit's own ids, and the vendor ids they answer to.
 
-The toolkit mints its own call ids (``call_1``, ``call_2``, ...) and an
-``IdMap`` (``toolkit._ids``, where the stream assembler finds it too) remembers
-which vendor id each one answers to. A result is written
-back under the vendor's own id; a call moved to another vendor gets an id that
-vendor accepts (Anthropic allows only ``^[a-zA-Z0-9_-]+$``). ``id_problem``
-says why a value cannot be a call id for one of the ``VENDORS``.
-"""
+A result goes back under the vendor's own id (``toolkit._ids.IdMap``); ``id_problem`` says why a
+value cannot be a call id for one of the ``VENDORS``."""
 from __future__ import annotations
 
 from typing import Any
 
 from toolkit._ids import SAFE_ID
 
-__all__ = ["id_problem", "VENDORS"]
 
 #: The vendors the toolkit speaks to, by the names every vendor function takes.
 VENDORS = ("openai", "anthropic", "mcp")
 
 
 def id_problem(vendor: str, value: Any) -> str | None:
-    """Why ``value`` cannot be a call id for ``vendor``, or None when it can.
-
-    OpenAI wants a non-empty string; Anthropic a string of letters, digits,
-    ``_`` and ``-``; MCP (JSON-RPC) a string or an integer.
-    """
+    """Why ``value`` cannot be a call id for ``vendor``, or None."""
     if vendor == "mcp":
         if isinstance(value, bool) or not isinstance(value, (str, int)):
             return "a JSON-RPC id must be a string or an integer"

@@ -1,31 +1,18 @@
 """Chapters 01 and 08: pairing: every call gets exactly one result, found by its id, never by its position.
 
-Results may come back in any order (a later call can finish first), so the
-only safe way to match a result to its call is the call id. The rule is
-``pairing_problems``: a call with no result (``missing_result``), a second
-result for one call (``duplicate_result``), a result whose id names no call
-(``orphan_result``). Problems are reported, never resolved by guessing.
-
-* ``pair_results`` applies it to results gathered in the host;
-* ``check_conversation`` applies it to a vendor conversation, round by round
-  (both big vendors reject a conversation with an unanswered call);
-* ``naive_pairing`` is the broken reconciler the chapter warns about, kept so
-  its failure can be shown;
-* ``verify`` applies it to one result as a round hands it back: a result whose
-  id is not its call's id becomes a ``call_id_mismatch`` failure, never passed on.
-"""
+``pairing_problems`` is the rule: ``missing_result``, ``duplicate_result``, ``orphan_result``,
+reported, never resolved by guessing. ``pair_results`` applies it in the host,
+``check_conversation`` to a vendor conversation, ``verify`` to one result as a round hands it
+back (``call_id_mismatch``); ``naive_pairing`` is the broken reconciler the chapter warns about."""
 from __future__ import annotations
 
 import json
 from typing import Any, Iterable, Mapping, Sequence
 
-from toolkit.kernel import ToolCall
-from toolkit.kernel import ToolError
-from toolkit.kernel import ToolResult
+from toolkit.kernel import ToolCall, ToolError, ToolResult, FailureClass, Status
 from toolkit.wire import VENDORS
 from toolkit._caps import MAX_NAME_CHARS
 from toolkit._show import shorten
-from toolkit.kernel import FailureClass, Status
 
 
 def pairing_problems(asked: Sequence[Any], answered: Iterable[Any], where: str = "$.call_id") -> list[ToolError]:
@@ -59,24 +46,12 @@ def pair_results(calls: Sequence[ToolCall], results: Iterable[ToolResult]) -> tu
 
 
 def naive_pairing(calls: Sequence[ToolCall], results_as_they_arrived: Sequence[ToolResult]) -> dict[str, ToolResult]:
-    """The broken reconciler: pairs the i-th call with the i-th result to arrive.
-
-    Correct only if results arrive in request order. When a later call
-    finishes first, its result is filed under an earlier call's id and nobody
-    notices: it looks like success. Kept to show the failure; never use it.
-    """
+    """The broken reconciler: the i-th call with the i-th result to arrive. Never use it."""
     return {call.call_id: result for call, result in zip(calls, results_as_they_arrived)}
 
 
-# ------------------------------------------------------- conversation check
 def check_conversation(messages: list[Any], vendor: str) -> list[ToolError]:
-    """Every call answered exactly once, and every result answering a call.
-
-    ``messages`` is an OpenAI or Anthropic message list, or for MCP a list of
-    JSON-RPC messages. Returns ``missing_result``, ``duplicate_result`` and
-    ``orphan_result`` errors, pointing at the round's first message; an empty
-    list means the conversation is whole.
-    """
+    """Every call answered once, every result answering a call: ``pairing_problems`` per round."""
     if not isinstance(messages, (list, tuple)):
         return [ToolError("invalid_call", "$", "a conversation is a list of messages", expected="list",
                           received=type(messages).__name__)]
@@ -154,7 +129,6 @@ def _mcp_rounds(messages: list) -> list[tuple[str, list, list]]:
     return [("$", asked, answered)]
 
 
-# ------------------------------------------------------------ one result as a round hands it back
 def verify(call: ToolCall, result: Any) -> ToolResult:
     """Accept ``result`` only if it is a ``ToolResult`` for this very call; otherwise a structured failure."""
     if not isinstance(result, ToolResult):

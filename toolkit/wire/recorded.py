@@ -1,9 +1,6 @@
 """Chapters 01 and 08: the recorded vendor messages shipped in ``toolkit/wire/recordings``.
 
-The examples are written in each vendor's documented shape (no network was
-involved): requests, responses, streams and follow-up requests. ``fixture``
-reads one by name; ``fixture_names`` lists them.
-"""
+Written in each vendor's documented shape (no network involved); ``fixture`` reads one by name."""
 from __future__ import annotations
 
 import json

@@ -1,21 +1,10 @@
 """Chapter 08: running a round: each call starts when what it waits for is done, and every result is checked.
 
-``run_plan`` executes a ``Plan`` (``toolkit.kernel.scheduler``) on worker
-threads (real concurrency), each call starting as soon as the calls it waits
-for are done. Results come back in call order, one per item, and each is
-checked against its request by ``toolkit.wire.pairing.verify``: a result whose
-``call_id`` is not its call's id is replaced by a structured ``call_id_mismatch``
-failure, never passed on. ``run_round`` schedules and runs in one step.
-
-Hardening: a call gets at most ``timeout`` seconds (60 unless told). Past it,
-the call's result is ``timeout`` (its outcome is unknown: the tool may still
-finish, so check the record or retry with the same key, never blindly), every
-call waiting for it is cancelled (it may still be using the resource they
-wait for), and the round goes on. Python cannot stop a thread, so the worker
-running a hung tool is *abandoned*: it runs until the tool returns, its late
-result is dropped, and it is a daemon thread, so it does not keep the
-process from exiting. Every other worker has finished when ``run_plan`` returns.
-"""
+``run_plan`` runs a ``Plan`` on worker threads; results come back in call order, each checked by
+``toolkit.wire.pairing.verify``. ``run_round`` schedules and runs in one step. A call past
+``timeout`` seconds is ``timeout`` (its outcome unknown) and every call waiting for it is
+cancelled; Python cannot stop a thread, so a hung tool's worker is *abandoned* (a daemon, its
+late result dropped)."""
 from __future__ import annotations
 
 import queue
@@ -25,10 +14,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from toolkit.kernel import ToolCall
-from toolkit.kernel import ToolError
-from toolkit.kernel import NEXT_STEP, FailureClass, Status, ToolResult
-from toolkit.kernel import Contracts, Plan, schedule
+from toolkit.kernel import (ToolCall, ToolError, NEXT_STEP, FailureClass, Status, ToolResult,
+                            Contracts, Plan, schedule)
 from toolkit.wire.pairing import round_failure, round_pointer, verify
 
 #: Something that runs one call and returns its result, e.g. ``host.execute``.
@@ -58,11 +45,7 @@ class RoundReport:
         return {r.call_id: r for r in self.results}
 
     def answers(self) -> list[ToolResult]:
-        """What goes back to the model: one result per id it used, in call order.
-
-        Calls that shared an id were refused alike, so one refusal answers the
-        id; an item filed under a placeholder id answers nothing the model asked.
-        """
+        """What goes back to the model: one result per id it used, in call order."""
         out, seen = [], set()
         for position, result in enumerate(self.results):
             if position not in self.plan.anonymous and result.call_id not in seen:
@@ -112,15 +95,7 @@ def _timed_out(call: ToolCall, timeout: float) -> ToolResult:
 
 def run_plan(plan: Plan, execute: Execute, *, max_workers: int = 8, cancel_dependents: bool = False,
              timeout: float | None = 60.0) -> RoundReport:
-    """Run a plan on worker threads; every item gets exactly one verified result, in call order.
-
-    A call starts as soon as every call it waits for has finished, at most
-    ``max_workers`` at a time. With ``cancel_dependents=True``, a call that
-    waits for a call that did not succeed is not run and gets a ``cancelled``
-    result instead; a call that waits for one that timed out is always
-    cancelled. ``timeout`` (seconds per call, None for none) is described in
-    the module docstring.
-    """
+    """Run a plan on worker threads: one verified result per item, in call order."""
     results: dict[int, ToolResult] = dict(plan.refused)
     timings: dict[int, Timing] = {}
     order: list[str] = []

@@ -1,31 +1,19 @@
 """Chapter 08: server-sent events: a streamed body cut into events, however its chunks were split.
 
-Both vendors stream over server-sent events (SSE): ``field: value`` lines, a
-blank line ends an event. ``SSEDecoder`` turns a body (text, bytes, or chunks
-cut anywhere, even inside a character) into ``SSEEvent`` objects; anything it
-cannot trust raises ``StreamBroken``, which carries a structured
-``stream_invalid`` error so the reader can refuse every call instead of
-guessing. What the events *mean* is each vendor reader's business
-(``toolkit.wire.vendor_streams``).
-
-Hardening: one event's data may hold at most ``MAX_EVENT_BYTES`` bytes
-(``toolkit._caps``), and so may one line, give or take its field name;
-a body that passes either is refused as soon as it does, so memory stays
-bounded whatever a server sends. Errors never echo the body's text.
-"""
+``SSEDecoder`` turns a body (text, bytes, or chunks cut anywhere) into ``SSEEvent``s; anything it
+cannot trust raises ``StreamBroken`` with a ``stream_invalid`` error, so the reader refuses every
+call instead of guessing. An event or line over ``MAX_EVENT_BYTES`` is refused as soon as it
+passes; errors never echo the body."""
 from __future__ import annotations
 
 import codecs
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from toolkit._caps import MAX_EVENT_BYTES
 from toolkit.kernel import ToolError
 from toolkit._show import scrub, shorten
 from toolkit._stream_guards import stream_invalid
-
-__all__ = ["SSEDecoder", "SSEEvent", "StreamBroken"]
 
 
 @dataclass(frozen=True)
@@ -56,16 +44,9 @@ def _size(text: str) -> int:
 
 
 class SSEDecoder:
-    """Splits a server-sent-event body into events, however the chunks were cut.
-
-    Follows the SSE rules (lines end in CR, LF or CRLF; ``data`` lines join
-    with newlines; a blank line dispatches; ``:`` starts a comment) with one
-    deliberate strictness: a field other than ``data``, ``event``, ``id`` or
-    ``retry`` (an HTML error page, say) breaks the stream instead of being
-    ignored. Bytes are decoded as UTF-8 incrementally, so a character split
-    across chunks is fine and invalid UTF-8 breaks the stream. An event whose
-    data passes ``max_event_bytes`` (or a line that passes it) breaks the stream.
-    """
+    """Splits a server-sent-event body into events by the SSE rules, with one strictness: a field
+    other than ``data``, ``event``, ``id`` or ``retry`` (an HTML error page) breaks the stream,
+    as invalid UTF-8 does."""
 
     def __init__(self, max_event_bytes: int = MAX_EVENT_BYTES):
         self.max_event_bytes = max_event_bytes

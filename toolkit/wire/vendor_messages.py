@@ -1,43 +1,26 @@
 """Chapters 01 and 08: vendor messages: calls read out of three wire shapes, results written back into them.
 
-Calls come back in three shapes, and results must go back in three shapes,
-each paired with its call by that vendor's id field:
-
-* ``openai_calls`` / ``anthropic_calls`` / ``mcp_call`` read calls out of a
-  response: each call becomes a ``ToolCall``, or a ``Refusal`` that never
-  reaches an executor (a response cut at its token limit refuses them all:
-  the stop reasons are ``toolkit.kernel.stream``'s one table);
-* ``openai_tool_messages`` / ``anthropic_tool_results`` / ``mcp_response``
-  write results back, under the id the vendor knows (``toolkit.wire.ids``),
-  and the ``*_assistant_message`` / ``mcp_request`` writers echo the calls,
-  refused ones included, with the raw arguments they arrived with, so every
-  result written back has its call.
-"""
+``openai_calls`` / ``anthropic_calls`` / ``mcp_call`` read each call as a ``ToolCall`` or a
+``Refusal`` that never reaches an executor (a response cut at its token limit refuses them all);
+``openai_tool_messages`` / ``anthropic_tool_results`` / ``mcp_response`` write results back under
+the id the vendor knows, and the assistant-message writers echo every call, refused ones
+included, so every result has its call."""
 from __future__ import annotations
 
 import json
 from typing import Any, Iterable, Mapping
 
-from toolkit.kernel import ToolCall
-from toolkit.kernel import ToolError
-from toolkit.kernel import ToolResult
+from toolkit.kernel import ToolCall, ToolError, ToolResult, Refusal, is_cut
 from toolkit._schema import parse_arguments
-from toolkit._ids import duplicate_call_id_error, id_key
+from toolkit._ids import duplicate_call_id_error, id_key, IdMap
 from toolkit._json import parsed_arguments
 from toolkit._show import echo_value
-from toolkit.kernel import Refusal, is_cut
 from toolkit.wire import id_problem
-from toolkit._ids import IdMap
 
 
-# ----------------------------------------------------- calls or refusals
 def _calls_from(vendor: str, id_field: str, entries: list[tuple[Any, str | None, Any, list[ToolError]]],
                 ids: IdMap, cut: ToolError | None) -> list[ToolCall | Refusal]:
-    """Turn (vendor id, name, raw arguments, problems) into calls or refusals, refusing reused ids.
-
-    A call runs only with no problem at all: a usable id that no other call in
-    the response shares, a response that was not cut, and arguments that parse.
-    """
+    """(vendor id, name, raw arguments, problems) into calls, or refusals for any problem."""
     seen: dict[Any, int] = {}
     for vendor_id, *_ in entries:
         if vendor_id not in (None, "") and not isinstance(vendor_id, (dict, list)):
@@ -82,13 +65,8 @@ def _cut(vendor: str, reason: str) -> ToolError:
                      hint="nothing was run; ask again with a larger token limit or smaller arguments")
 
 
-# --------------------------------------------------------------- read calls
 def openai_calls(response: Any, ids: IdMap) -> list[ToolCall | Refusal]:
-    """Calls from an OpenAI Chat Completions response (or just its assistant message).
-
-    ``function.arguments`` is a JSON string; it is parsed strictly. A response
-    that stopped at ``length`` refuses every call in it.
-    """
+    """Calls from an OpenAI Chat Completions response (or its message), parsed strictly."""
     message, finish = response, None
     if isinstance(response, Mapping) and "choices" in response:
         choices = response.get("choices")
@@ -121,10 +99,7 @@ def openai_calls(response: Any, ids: IdMap) -> list[ToolCall | Refusal]:
 
 
 def anthropic_calls(message: Any, ids: IdMap) -> list[ToolCall | Refusal]:
-    """Calls from an Anthropic Messages response: its ``tool_use`` content blocks.
-
-    A response that stopped at ``max_tokens`` refuses every call in it.
-    """
+    """Calls from an Anthropic Messages response: its ``tool_use`` content blocks."""
     if not isinstance(message, Mapping) or not isinstance(message.get("content"), list):
         return [Refusal(None, None, (_invalid("$.content", "expected a message with a content list"),))]
     entries = []
@@ -162,13 +137,8 @@ def mcp_call(request: Any, ids: IdMap) -> ToolCall | Refusal:
     return _calls_from("mcp", ".id", [(request.get("id"), name, params.get("arguments", {}), problems)], ids, None)[0]
 
 
-# ------------------------------------------------------------ write results
 def result_text(result: ToolResult, shown_id: Any = None) -> str:
-    """The result as the JSON text a model reads (``ToolResult.to_dict``).
-
-    ``shown_id`` replaces the internal call id with the id the vendor knows,
-    so the model never sees two names for one call.
-    """
+    """The result as the JSON text a model reads, under ``shown_id`` (the id the vendor knows)."""
     data = result.to_dict()
     if shown_id is not None:
         data["call_id"] = shown_id
@@ -193,8 +163,7 @@ def _raw_text(arguments: Any) -> str:
 
 
 def _raw_input(arguments: Any) -> dict[str, Any]:
-    """Arguments as the object Anthropic carries: an object unchanged, text that parses to one parsed,
-    and anything else kept whole under ``unparsed_arguments`` (never silently emptied)."""
+    """Arguments as the object Anthropic carries (anything else under ``unparsed_arguments``)."""
     if isinstance(arguments, Mapping):
         return dict(arguments)
     if arguments is None or arguments == "":
@@ -205,12 +174,7 @@ def _raw_input(arguments: Any) -> dict[str, Any]:
 
 def openai_assistant_message(calls: Iterable[ToolCall | Refusal], ids: IdMap, content: str | None = None
                              ) -> dict[str, Any]:
-    """The assistant message that carried ``calls`` (refused ones too, with their raw arguments).
-
-    Every call that has a result is echoed, so no result is left without its
-    call; with no call at all the message carries only its text (OpenAI
-    refuses an empty ``tool_calls`` list).
-    """
+    """The assistant message that carried ``calls``, refused ones too, with their raw arguments."""
     echoed = _echoed(calls)
     message: dict[str, Any] = {"role": "assistant", "content": content if echoed else (content or "")}
     if echoed:
@@ -255,12 +219,7 @@ def mcp_request(call: ToolCall, ids: IdMap) -> dict[str, Any]:
 
 
 def mcp_response(result: ToolResult, ids: IdMap) -> dict[str, Any]:
-    """The JSON-RPC response to a ``tools/call`` request.
-
-    A tool that is not declared is a protocol error (JSON-RPC ``-32602``);
-    everything else, refusals included, is a tool result with ``isError`` so
-    the model can read why and correct itself.
-    """
+    """The JSON-RPC response to ``tools/call``: an undeclared tool is ``-32602``, else a result."""
     rpc_id = ids.external(result.call_id, "mcp")
     text = result_text(result, rpc_id)
     if result.reason == "unknown_tool":

@@ -1,17 +1,10 @@
 """Chapter 08: the vendors' stream readers: raw server-sent-event bodies in, complete calls (or refusals) out.
 
-``OpenAIStream`` and ``AnthropicStream`` read the raw body of each vendor's
-stream (text, bytes, or chunks split anywhere: ``toolkit.wire.sse``), check
-every event's shape, and feed what it carries to an ``Assembler``
-(the kernel's, ``toolkit.kernel.stream``). They never raise on bad data: a body they cannot
-trust refuses every call in it. ``openai_stream`` / ``anthropic_stream`` wrap
-them as generators.
-
-Hardening: the caps are the assembler's and the decoder's (``MAX_OPEN_CALLS``
-calls, ``MAX_EVENT_BYTES`` per event); an Anthropic message may also open at
-most ``MAX_OPEN_CALLS`` content blocks of any kind. A refusal never echoes an
-event's text, which may hold arguments.
-"""
+``OpenAIStream`` and ``AnthropicStream`` read a raw body (text, bytes or chunks split anywhere),
+check every event's shape and feed the kernel's ``Assembler``; they never raise on bad data (a
+body they cannot trust refuses every call in it), never echo an event's text, and meet the
+assembler's and the decoder's caps. ``openai_stream`` / ``anthropic_stream`` wrap them as
+generators."""
 from __future__ import annotations
 
 import json
@@ -19,16 +12,13 @@ from typing import Any, Iterator
 
 from toolkit import _schema as schema
 from toolkit._caps import MAX_OPEN_CALLS
-from toolkit.kernel import ToolCall
-from toolkit.kernel import ToolError
+from toolkit.kernel import ToolCall, ToolError, Refusal
 from toolkit.kernel.stream import Assembler
-from toolkit.kernel import Refusal
 from toolkit._ids import IdMap
 from toolkit._preview import Preview
 from toolkit.wire import SSEDecoder, SSEEvent, StreamBroken
-from toolkit._stream_guards import stream_incomplete, stream_invalid
+from toolkit._stream_guards import stream_incomplete, stream_invalid, over_cap
 from toolkit._show import echo_text, echo_value
-from toolkit._stream_guards import over_cap
 
 
 def _chunks(body: Any) -> Iterator[Any]:
@@ -43,7 +33,6 @@ def _chunks(body: Any) -> Iterator[Any]:
     yield from iterator
 
 
-# ------------------------------------------------------------ vendor streams
 class _VendorStream:
     """Shared plumbing: SSE decoding, the assembler, assistant text, and never raising."""
 
@@ -130,14 +119,9 @@ def _text_or_none(value: Any, where: str) -> str | None:
 
 
 class OpenAIStream(_VendorStream):
-    """Reads an OpenAI Chat Completions stream: ``data: {chunk}`` lines, then ``data: [DONE]``.
-
-    Each chunk's ``choices[0].delta.tool_calls[]`` carries ``index``; the
-    first piece for an index brings ``id`` and ``function.name``, later ones
-    ``function.arguments`` fragments. ``finish_reason`` is the completion
-    signal: ``tool_calls`` (or ``stop``) completes the calls, ``length``
-    refuses them all.
-    """
+    """Reads an OpenAI Chat Completions stream: ``data: {chunk}`` lines, then ``data: [DONE]``; the
+    first delta for an index brings ``id`` and name, later ones argument fragments;
+    ``finish_reason`` completes (``tool_calls``, ``stop``) or refuses them all (``length``)."""
 
     vendor = "openai"
 
@@ -183,14 +167,9 @@ class OpenAIStream(_VendorStream):
 
 
 class AnthropicStream(_VendorStream):
-    """Reads an Anthropic Messages stream of named events.
-
-    ``content_block_start`` (a ``tool_use`` block with id, name and empty
-    input) -> ``content_block_delta`` events whose ``input_json_delta``
-    carries ``partial_json`` -> ``content_block_stop``; then ``message_delta``
-    with ``stop_reason``, the completion signal: ``tool_use`` completes the
-    closed blocks, ``max_tokens`` refuses them all.
-    """
+    """Reads an Anthropic Messages stream: ``content_block_start`` (``tool_use``),
+    ``input_json_delta`` fragments, ``content_block_stop``; ``message_delta``'s ``stop_reason``
+    completes (``tool_use``) or refuses them all (``max_tokens``)."""
 
     vendor = "anthropic"
     needs_close = True

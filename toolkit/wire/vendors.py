@@ -1,17 +1,8 @@
 """Chapters 01 and 08: vendor formats: one contract, three tool declarations.
 
-Nothing about tool calling is standard across vendors. The same contract is
-shown to OpenAI as ``{"type": "function", "function": {...}}``, to Anthropic
-as ``{"name", "description", "input_schema"}`` and to an MCP client as a tool
-definition with hints. This module renders a ``Contract`` for each, as pure
-functions: ``openai_tool`` (with OpenAI's strict mode, ``strict_problems``),
-``anthropic_tool``, ``mcp_tool`` (with ``mcp_annotations``) and ``tools_for``.
-
-The rest of the vendor edge has its own modules: ids (``toolkit.wire.ids``),
-calls read in and results written back (``toolkit.wire.vendor_messages``),
-every call answered exactly once (``toolkit.wire.pairing``), and the recorded
-example messages (``toolkit.wire.recorded``).
-"""
+The same ``Contract`` rendered, as pure functions, for OpenAI (``openai_tool``, strict mode
+checked by ``strict_problems``), Anthropic (``anthropic_tool``) and MCP (``mcp_tool`` with
+``mcp_annotations``); ``tools_for`` picks by vendor."""
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
@@ -21,13 +12,7 @@ from toolkit.wire import VENDORS
 
 
 def openai_tool(contract: Contract, strict: bool = False) -> dict[str, Any]:
-    """The contract as an OpenAI Chat Completions tool.
-
-    With ``strict=True`` the tool asks for strict structured outputs, which
-    OpenAI allows only when every object closes its properties
-    (``additionalProperties: false``) and requires all of them; otherwise
-    this raises ``ValueError`` naming the first offending object.
-    """
+    """The contract as an OpenAI tool (``strict=True``: ``ValueError`` where strict mode cannot)."""
     function: dict[str, Any] = {"name": contract.name, "description": contract.description,
                                 "parameters": dict(contract.schema)}
     if strict:
@@ -71,12 +56,7 @@ MCP_HINTS: dict[str, Callable[[Contract], bool]] = {
 
 
 def mcp_annotations(contract: Contract) -> dict[str, bool]:
-    """The contract's MCP hints, by ``MCP_HINTS``; ``openWorldHint`` only when ``contract.extras["open_world"]``
-    says so (without it the hint is left out and MCP's default, open, applies).
-
-    Hints are descriptions for a client, never permissions: a client must not
-    trust them from a server it does not trust.
-    """
+    """The contract's MCP hints (``MCP_HINTS``): descriptions for a client, never permissions."""
     hints = {name: rule(contract) for name, rule in MCP_HINTS.items()}
     if "open_world" in contract.extras:
         hints["openWorldHint"] = bool(contract.extras["open_world"])
