@@ -3,7 +3,7 @@
     python -m course.worlds.billing_http serve --db billing.db --port 0 [--honour-keys]
                                                [--prefix /services/billing/] [--hub-auth] [--restart]
 
-It listens on 127.0.0.1 only and speaks a few routes:
+It listens on 127.0.0.1 (``--ip`` only for a pod of its own, with ``--hub-auth``) and speaks a few routes:
 
     POST /invoices                      create_invoice arguments -> 201 (new) or 200 (replayed)
     GET  /invoices                      the invoices the caller may see, oldest first
@@ -102,10 +102,10 @@ async def _serving(billing: BillingService, sockets: list, prefix: str, hub_auth
             pass
 
 
-def _bind(port: int) -> list:
+def _bind(port: int, ip: str = LOOPBACK) -> list:
     from tornado.netutil import bind_sockets
 
-    return bind_sockets(port, LOOPBACK)
+    return bind_sockets(port, ip)
 
 
 class BillingServer:
@@ -147,14 +147,15 @@ class BillingServer:
 
 def serve(path: str | Path, *, port: int = 0, honour_keys: bool = False,
           notify: Callable[[str], None] | None = None, ready: Callable[[int], None] | None = None,
-          prefix: str = "", hub_auth: Any = None, parent: int | None = None) -> None:
+          prefix: str = "", hub_auth: Any = None, parent: int | None = None, ip: str = LOOPBACK) -> None:
     """Serve until SIGINT or SIGTERM (or, given ``parent``, until that process is no longer this one's parent).
 
     ``ready(port)`` is called once it listens; ``hub_auth`` (a ``HubAuth``) makes every caller show a hub token.
+    ``ip`` is 127.0.0.1 but in a container of its own (a cluster's pod: 0.0.0.0, and ``hub_auth`` on).
     """
     billing = BillingService(path, honour_keys=honour_keys, notify=notify)
     try:
-        sockets = _bind(port)
+        sockets = _bind(port, ip)
 
         async def main() -> None:
             until = asyncio.Event()
@@ -280,6 +281,7 @@ def billing_main(argv: list[str] | None = None) -> int:
     run.add_argument("--prefix", default="", help="answer under this path too, e.g. /services/billing/")
     run.add_argument("--hub-auth", action="store_true", help="every caller shows a hub token (a hub's service)")
     run.add_argument("--restart", action="store_true", help="start the service again whenever it dies")
+    run.add_argument("--ip", default=LOOPBACK, help="the address to listen on (0.0.0.0 in a pod of its own)")
     run.add_argument("--parent", type=int, default=None, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     if options.restart:
@@ -291,7 +293,7 @@ def billing_main(argv: list[str] | None = None) -> int:
         print(f"billing listening on {LOOPBACK}:{port}", flush=True)
 
     serve(options.db, port=options.port, honour_keys=options.honour_keys, ready=ready, prefix=options.prefix,
-          hub_auth=hub_auth_from_env() if options.hub_auth else None, parent=options.parent)
+          hub_auth=hub_auth_from_env() if options.hub_auth else None, parent=options.parent, ip=options.ip)
     return 0
 
 
