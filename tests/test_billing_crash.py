@@ -174,7 +174,7 @@ def test_billing_over_http_in_its_own_process(tmp_path):
         connection.close()
         cut = socket.create_connection(("127.0.0.1", service.port), timeout=5)
         cut.sendall(b"POST /invoices HTTP/1.0\r\nContent-Length: 100\r\n\r\n{\"order_id\"")
-        cut.shutdown(socket.SHUT_WR)                       # the stream is cut mid-body: the service hangs up
+        cut.shutdown(socket.SHUT_WR)             # the stream is cut mid-body: the service hangs up
         assert cut.recv(4096) == b""
         cut.close()
         assert [i["invoice_id"] for i in client.invoices()] == ["INV-9"], "a cut request creates nothing"
@@ -257,8 +257,8 @@ def test_idle_sockets_do_not_hold_up_a_request(tmp_path):
 
 
 def dribbling_sockets(port, n, stop):
-    """``n`` clients that each send one byte of a request head a second until ``stop`` is set or they are cut off;
-    returns the threads and how many were cut off by the service."""
+    """``n`` clients that each send one byte of a request head a second until ``stop`` is set or
+    they are cut off; returns the threads and the list of those the service cut off."""
     cut = []
 
     def dribble():
@@ -277,8 +277,9 @@ def dribbling_sockets(port, n, stop):
 
 
 def test_dribbling_clients_do_not_hold_up_real_requests_and_are_cut_off(tmp_path):
-    """32 sockets that each send one header byte a second used to take every connection slot (0 of 30 requests
-    served in 30 s): now each is cut off after ``IDLE_TIMEOUT`` s in all, and real requests are served meanwhile."""
+    """32 sockets that each send one header byte a second used to take every connection slot (0 of
+    30 requests served in 30 s): now each is cut off after ``IDLE_TIMEOUT`` s in all, and real
+    requests are served meanwhile."""
     from course.worlds import IDLE_TIMEOUT
 
     stop = threading.Event()
@@ -286,10 +287,11 @@ def test_dribbling_clients_do_not_hold_up_real_requests_and_are_cut_off(tmp_path
         threads, cut = dribbling_sockets(service.port, 32, stop)
         try:
             client = BillingClient(service.port, timeout=10)
-            served = [client.create_invoice({**GOOD, "order_id": f"order-{n}", "idempotency_key": f"k{n}"})
+            orders = [{**GOOD, "order_id": f"order-{n}", "idempotency_key": f"k{n}"}
                       for n in range(30)]
+            served = [client.create_invoice(order) for order in orders]
             deadline = time.monotonic() + IDLE_TIMEOUT + 30
-            while len(cut) < 32 and time.monotonic() < deadline:     # each dribbler is cut off on its deadline
+            while len(cut) < 32 and time.monotonic() < deadline:     # each is cut on its deadline
                 time.sleep(0.2)
         finally:
             stop.set()

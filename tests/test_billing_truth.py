@@ -1,5 +1,5 @@
-"""Chapter 05: a billing service that stays up and tells the truth: it comes back when it dies, and a client
-never takes a proxy's answer for the service's."""
+"""Chapter 05: a billing service that stays up and tells the truth: it comes back when it dies, a
+client never takes a proxy's answer for the service's, and on a hub it knows who asks."""
 from __future__ import annotations
 
 import http.client
@@ -34,11 +34,13 @@ def answers(client: BillingClient) -> bool:
 
 
 def test_a_killed_service_is_reaped_and_answers_again_under_its_supervisor(tmp_path):
-    """SIGKILL used to leave a zombie and 503s until the hub stopped; the supervisor reaps it and starts it again."""
+    """SIGKILL used to leave a zombie and 503s until the hub stopped; the supervisor reaps it and
+    starts it again."""
     port = free_port()
-    command = [sys.executable, "-m", "course.worlds.billing_http", "serve", "--db", str(tmp_path / "b.db"),
-               "--port", str(port), "--honour-keys", "--restart"]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as supervisor:
+    command = [sys.executable, "-m", "course.worlds.billing_http", "serve",
+               "--db", str(tmp_path / "b.db"), "--port", str(port), "--honour-keys", "--restart"]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    with subprocess.Popen(command, **pipes) as supervisor:
         try:
             assert supervisor.stdout.readline().strip() == f"billing listening on 127.0.0.1:{port}"
             client = BillingClient(port, timeout=10)
@@ -53,9 +55,9 @@ def test_a_killed_service_is_reaped_and_answers_again_under_its_supervisor(tmp_p
                 time.sleep(0.1)
             else:
                 pytest.fail("the killed service did not answer again within 60 s")
-            assert not psutil.pid_exists(first.pid), "the killed service was reaped (no zombie left)"
+            assert not psutil.pid_exists(first.pid), "the killed service was reaped (no zombie)"
             (second,) = psutil.Process(supervisor.pid).children()
-            assert client.find(KEY) == {**made, "replayed": False}, "the same books after the restart"
+            assert client.find(KEY) == {**made, "replayed": False}, "the same books after it"
             assert client.create_invoice(dict(ORDER))["invoice_id"] == made["invoice_id"]
             supervisor.send_signal(signal.SIGTERM)            # a hub stops its service so
             assert supervisor.wait(30) == 0
@@ -70,7 +72,7 @@ def test_a_killed_service_is_reaped_and_answers_again_under_its_supervisor(tmp_p
 
 
 def forwarding_then_503(port: int) -> type[BaseHTTPRequestHandler]:
-    """A proxy like the hub's: it forwards the request to the service, loses the answer, and says 503 itself."""
+    """A proxy like the hub's: it forwards the request, loses the answer, and says 503 itself."""
 
     class Proxy(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -78,9 +80,9 @@ def forwarding_then_503(port: int) -> type[BaseHTTPRequestHandler]:
             upstream = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
             upstream.request("POST", self.path.removeprefix("/v1"), body=body,
                              headers={"Content-Type": "application/json"})
-            assert upstream.getresponse().status == 201           # the service committed the invoice
+            assert upstream.getresponse().status == 201      # the service committed the invoice
             upstream.close()
-            reply(self, 503, b'{"error": "Service Unavailable"}')  # ... and the proxy answers for it
+            reply(self, 503, b'{"error": "Service Unavailable"}')   # and the proxy answers
 
         def log_message(self, *args: object) -> None:
             return
@@ -88,7 +90,7 @@ def forwarding_then_503(port: int) -> type[BaseHTTPRequestHandler]:
     return Proxy
 
 
-def test_a_proxy_503_after_a_commit_is_an_unknown_outcome_not_nothing_created(tmp_path, monkeypatch):
+def test_a_proxy_503_after_a_commit_is_an_unknown_outcome(tmp_path, monkeypatch):
     for name in ("JUPYTERHUB_API_TOKEN", "COURSE_ADMIN_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     with start(tmp_path / "b.db", honour_keys=True) as service:
@@ -102,7 +104,8 @@ def test_a_proxy_503_after_a_commit_is_an_unknown_outcome_not_nothing_created(tm
         connection = http.client.HTTPConnection("127.0.0.1", service.port, timeout=10)
         connection.request("GET", "/nowhere")
         answer = connection.getresponse()
-        assert (answer.status, answer.getheader(SERVICE_HEADER)) == (404, "billing"), "the service marks errors too"
+        assert (answer.status, answer.getheader(SERVICE_HEADER)) == (404, "billing"), \
+            "the service marks its errors too"
         connection.close()
 
 
@@ -110,9 +113,12 @@ def test_a_proxy_503_after_a_commit_is_an_unknown_outcome_not_nothing_created(tm
 MODELS = {
     "token-ada": {"kind": "user", "name": "ada", "admin": False,
                   "scopes": ["access:services!service=billing", "read:users:name!user=ada"]},
-    "token-bo": {"kind": "user", "name": "bo", "admin": False, "scopes": ["access:services!service=billing"]},
-    "token-cy": {"kind": "user", "name": "cy", "admin": False, "scopes": ["read:users:name!user=cy"]},
-    "token-admin": {"kind": "service", "name": "course-admin", "scopes": ["access:services", "admin:users"]},
+    "token-bo": {"kind": "user", "name": "bo", "admin": False,
+                 "scopes": ["access:services!service=billing"]},
+    "token-cy": {"kind": "user", "name": "cy", "admin": False,
+                 "scopes": ["read:users:name!user=cy"]},
+    "token-admin": {"kind": "service", "name": "course-admin",
+                    "scopes": ["access:services", "admin:users"]},
 }
 
 
@@ -128,7 +134,8 @@ class ScriptedHub(BaseHTTPRequestHandler):
 
 
 def test_on_a_hub_the_service_knows_who_asks(tmp_path):
-    """Tags come from the token's owner, a student lists their own, the admin all, no valid token no service."""
+    """Tags come from the token's owner, a student lists their own, the admin all, and without a
+    valid token nothing is served."""
     from jupyterhub.services.auth import HubAuth
 
     from course.worlds import BillingServer, BillingService
@@ -136,26 +143,30 @@ def test_on_a_hub_the_service_knows_who_asks(tmp_path):
     with serving(ScriptedHub) as hub_api:
         auth = HubAuth(api_url=hub_api, api_token="service-token", cache_max_age=0,
                        access_scopes={"access:services", "access:services!service=billing"})
-        with BillingServer(BillingService(tmp_path / "b.db"), 0, "/services/billing/", hub_auth=auth) as server:
+        books = BillingService(tmp_path / "b.db")
+        with BillingServer(books, 0, "/services/billing/", hub_auth=auth) as server:
             url = f"http://127.0.0.1:{server.port}/services/billing/"
-            ada, bo, admin = (BillingClient(url=url, token=f"token-{who}") for who in ("ada", "bo", "admin"))
+            ada, bo, admin = (BillingClient(url=url, token=f"token-{who}")
+                              for who in ("ada", "bo", "admin"))
             assert ada.create_invoice(dict(ORDER))["student"] == "ada"
-            posing = BillingClient(url=url, token="token-bo", student="ada")       # bo says he is ada
+            posing = BillingClient(url=url, token="token-bo", student="ada")   # bo says he is ada
             assert posing.create_invoice({**ORDER, "order_id": "order-432"})["student"] == "bo"
             assert [i["student"] for i in ada.invoices()] == ["ada"]
             assert [i["student"] for i in bo.invoices()] == ["bo"]
             assert [i["student"] for i in admin.invoices()] == ["ada", "bo"]
-            assert bo.find(KEY) is None and admin.find(KEY)["student"] == "ada", "another's key is not found"
-            for token in ("", "forged", "token-cy"):          # none, unknown, a user without access to billing
+            assert bo.find(KEY) is None, "another student's key is not found"
+            assert admin.find(KEY)["student"] == "ada"
+            for token in ("", "forged", "token-cy"):     # none, unknown, a user without access
                 for path in ("/invoices", "/services/billing/invoices", "/"):
                     for method in ("GET", "POST"):
-                        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+                        connection = http.client.HTTPConnection("127.0.0.1", server.port,
+                                                                timeout=10)
                         headers = {"Authorization": f"token {token}"} if token else {}
-                        connection.request(method, path, body=json.dumps(ORDER) if method == "POST" else None,
-                                           headers=headers)
+                        body = json.dumps(ORDER) if method == "POST" else None
+                        connection.request(method, path, body=body, headers=headers)
                         answer = connection.getresponse()
-                        assert (answer.status, answer.getheader(SERVICE_HEADER)) == (403, "billing"), \
-                            (token, method, path)
+                        marked = (answer.status, answer.getheader(SERVICE_HEADER))
+                        assert marked == (403, "billing"), (token, method, path)
                         assert json.loads(answer.read())["errors"][0]["code"] == "forbidden"
                         connection.close()
             with pytest.raises(ToolFailure) as refused:

@@ -188,10 +188,12 @@ def test_the_hub_config_refuses_to_start_without_a_password_and_reads_its_settin
     assert billing["name"] == "billing"
     assert billing["command"][:3] == [sys.executable, "-m", "course.worlds.billing_http"]
     assert admin == {"name": "course-admin", "api_token": "t" * 32}
-    assert "--hub-auth" in billing["command"] and "--restart" in billing["command"], "it asks the hub; it comes back"
-    assert c.JupyterHub.load_roles == [{"name": "user", "scopes": ["self", "access:services!service=billing"]},
-                                       {"name": "admin", "services": ["course-admin"]}]
-    assert "access:services!service=billing" in c.Spawner.server_token_scopes, "a kernel's token reaches billing"
+    assert {"--hub-auth", "--restart"} <= set(billing["command"]), "it asks the hub; it comes back"
+    assert c.JupyterHub.load_roles == [
+        {"name": "user", "scopes": ["self", "access:services!service=billing"]},
+        {"name": "admin", "services": ["course-admin"]}]
+    assert "access:services!service=billing" in c.Spawner.server_token_scopes, \
+        "a kernel's token reaches billing"
     assert Path(c.Spawner.cmd[0]).parent == Path(sys.executable).parent
     assert c.ConfigurableHTTPProxy.auth_token == (tmp_path / "proxy_auth_token").read_text()
 
@@ -276,9 +278,11 @@ def running_hub(base: Path) -> Iterator[Hub]:
                                    stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     hub = Hub(process, int(env["COURSE_HUB_PORT"]), log, int(env["COURSE_BILLING_PORT"]))
     try:
-        wait_for("the hub's API through the proxy", lambda: hub.call("GET", "/").status_code == 200, 60, hub)
+        wait_for("the hub's API through the proxy",
+                 lambda: hub.call("GET", "/").status_code == 200, 60, hub)
         wait_for("the billing service through the proxy",
-                 lambda: hub.api.get(f"{hub.url}/services/billing/", timeout=5).status_code == 200, 60, hub)
+                 lambda: hub.api.get(f"{hub.url}/services/billing/", timeout=5).status_code == 200,
+                 60, hub)
         hub.note_processes()
         yield hub
     finally:
@@ -399,7 +403,8 @@ def shared_memory(hub: Hub) -> dict[str, int]:
         line = " ".join(child.cmdline())
         for name, marker in (("proxy", "configurable-http-proxy"), ("billing", "course.worlds.billing_http")):
             if marker in line:      # the billing service runs under its supervisor: both count
-                found[name] = sum(p.memory_info().rss for p in [child, *child.children(recursive=True)])
+                tree = [child, *child.children(recursive=True)]
+                found[name] = sum(p.memory_info().rss for p in tree)
     return found
 
 
@@ -412,32 +417,40 @@ def run_dashboard(url: str, base: Path) -> str:
     return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
 
 
-def who_is_asking(hub: Hub, billing: str, tokens: dict[str, str], students: dict[str, bool]) -> None:
-    """The service knows its callers from their hub tokens: no token, no service (also on its own port); a
-    student's invoice is tagged with the student whatever it says; a student sees their own; the admin all."""
+def who_is_asking(hub: Hub, billing: str, tokens: dict[str, str],
+                  students: dict[str, bool]) -> None:
+    """The service knows its callers from their hub tokens: no token, no service (also on its own
+    port); a student's invoice is tagged with the student whatever it says; a student sees their
+    own invoices; the admin all."""
     admin = BillingClient(url=billing, token=ADMIN_TOKEN)
     before = admin.invoices()
-    order = {"order_id": "order-900", "amount": 120.0, "currency": "EUR", "idempotency_key": "order-900:v1"}
-    for url, headers in ((f"{billing}invoices", {}), (f"http://127.0.0.1:{hub.billing_port}/invoices", {}),
-                         (f"http://127.0.0.1:{hub.billing_port}/invoices", {"Authorization": "token forged"}),
-                         (f"{billing}invoices", {"Authorization": "token forged"})):
+    order = {"order_id": "order-900", "amount": 120.0, "currency": "EUR",
+             "idempotency_key": "order-900:v1"}
+    own_port = f"http://127.0.0.1:{hub.billing_port}/invoices"
+    forged = {"Authorization": "token forged"}
+    for url, headers in ((f"{billing}invoices", {}), (own_port, {}), (own_port, forged),
+                         (f"{billing}invoices", forged)):
         for method in ("POST", "GET"):
             answer = requests.request(method, url, json=order, headers=headers, timeout=30)
-            assert (answer.status_code, answer.headers.get(SERVICE_HEADER)) == (403, "billing"), (method, url)
+            marked = (answer.status_code, answer.headers.get(SERVICE_HEADER))
+            assert marked == (403, "billing"), (method, url)
             assert answer.json()["errors"][0]["code"] == "forbidden"
     first, second = list(students)[:2]
     posed = BillingClient(url=billing, token=tokens[first], student=second).create_invoice(order)
     assert posed["student"] == first, f"an invoice tagged {second!r} by {first} is {first}'s"
     own = BillingClient(url=billing, token=tokens[first]).invoices()
     assert own and {i["student"] for i in own} == {first}, "a student lists only their own invoices"
-    assert [i["invoice_id"] for i in own] == [i["invoice_id"] for i in admin.invoices() if i["student"] == first]
+    theirs = [i["invoice_id"] for i in admin.invoices() if i["student"] == first]
+    assert [i["invoice_id"] for i in own] == theirs
     everything = admin.invoices()
-    assert len(everything) == len(before) + 1 and {i["student"] for i in everything} == set(students)
+    assert len(everything) == len(before) + 1
+    assert {i["student"] for i in everything} == set(students)
     assert BillingClient(url=billing, token=tokens[second]).find(order["idempotency_key"]) is None
 
 
 def killed_service_comes_back(hub: Hub, billing: str) -> None:
-    """SIGKILL the billing service: its supervisor reaps it and starts it again; the proxy's path answers again."""
+    """SIGKILL the billing service: its supervisor reaps it and starts it again; the proxy's path
+    answers again."""
     (supervisor,) = [p for p in psutil.Process(hub.process.pid).children()
                      if "course.worlds.billing_http" in " ".join(p.cmdline())]
     (service,) = supervisor.children()

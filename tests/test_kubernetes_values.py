@@ -1,5 +1,6 @@
-"""The class on a cluster: deploy/kubernetes/values.yaml against the Zero to JupyterHub chart's published values
-schema (kept in deploy/kubernetes/chart-schema/, validated offline), and the billing Deployment it points to."""
+"""The class on a cluster: deploy/kubernetes/values.yaml against the Zero to JupyterHub chart's
+published values schema (kept in deploy/kubernetes/chart-schema/, validated offline), and the
+billing Deployment and PostgreSQL it points to."""
 from __future__ import annotations
 
 import re
@@ -29,8 +30,8 @@ def values() -> dict:
 
 
 def merged(defaults: dict, given: dict) -> dict:
-    """What Helm validates: the chart's defaults with the given values over them (maps merged key by key, anything
-    else replaced, a null removing the key)."""
+    """What Helm validates: the chart's defaults with the given values over them (maps merged key
+    by key, anything else replaced, a null removing the key)."""
     out = dict(defaults)
     for key, value in given.items():
         if value is None:
@@ -58,16 +59,18 @@ def validator() -> jsonschema.Draft7Validator:
 
 def test_the_schema_is_the_charts_own_kept_with_its_license_and_source():
     text = SCHEMA.read_text()
-    assert yaml.safe_load(DEFAULTS.read_text())["singleuser"]["memory"] == {"limit": None, "guarantee": "1G"}
+    defaults = yaml.safe_load(DEFAULTS.read_text())
+    assert defaults["singleuser"]["memory"] == {"limit": None, "guarantee": "1G"}
     assert len(text.encode()) == 134_122 and text.count("\n") == 3221
-    assert not re.search(r"\$ref:\s*['\"]?https?:", text), "nothing to fetch: validation stays offline"
+    assert not re.search(r"\$ref:\s*['\"]?https?:", text), "nothing to fetch: it stays offline"
     license_text = (KUBE / "chart-schema" / "LICENSE").read_text()
     assert license_text.startswith("BSD 3-Clause License") and "Apache License" in license_text
-    assert "48ea50e34daddde55d76e30df6ecd47e4abd4d8e" in (KUBE / "chart-schema" / "SOURCE.md").read_text()
+    source = (KUBE / "chart-schema" / "SOURCE.md").read_text()
+    assert "48ea50e34daddde55d76e30df6ecd47e4abd4d8e" in source
 
 
 def test_the_values_file_is_valid_for_the_chart():
-    assert list(validator().iter_errors(values())), "alone the values file lacks the chart's defaults"
+    assert list(validator().iter_errors(values())), "alone it lacks the chart's defaults"
     errors = sorted(validator().iter_errors(installed(values())), key=lambda e: list(e.path))
     assert not errors, [f"{'.'.join(map(str, e.path))}: {e.message}" for e in errors]
 
@@ -82,13 +85,13 @@ def test_the_schema_refuses_what_the_chart_would_not_take(path, bad):
         node = node[key]
     node[path[-1]] = bad
     assert not list(validator().iter_errors(installed(values())))
-    assert list(validator().iter_errors(installed(broken))), f"{'.'.join(path)} = {bad!r} should be refused"
+    assert list(validator().iter_errors(installed(broken))), f"{path} = {bad!r} is refused"
 
 
 def test_each_student_gets_the_measured_memory_and_room_for_more():
     memory = values()["singleuser"]["memory"]
     guarantee, limit = quantity(memory["guarantee"]), quantity(memory["limit"])
-    assert STUDENT_MIB * 1024**2 < guarantee < limit, "the scheduler reserves at least what a student was seen using"
+    assert STUDENT_MIB * 1024**2 < guarantee < limit, "at least what a student was seen using"
     assert limit >= 2 * STUDENT_MIB * 1024**2
 
 
@@ -105,14 +108,18 @@ def test_the_billing_service_is_a_hub_service_in_a_deployment_of_its_own():
     command = container["command"]
     assert command[:3] == ["python", "-m", "course.worlds.billing_http"] and "--hub-auth" in command
     assert command[command.index("--port") + 1] == str(port) and "--restart" not in command
-    token = next(e for e in container["env"] if e["name"] == "JUPYTERHUB_API_TOKEN")["valueFrom"]["secretKeyRef"]
+    env = {e["name"]: e for e in container["env"]}
+    token = env["JUPYTERHUB_API_TOKEN"]["valueFrom"]["secretKeyRef"]
     assert token == {"name": "hub", "key": "hub.services.billing.apiToken"}
     assert pod["metadata"]["labels"]["hub.jupyter.org/network-access-hub"] == "true"
     label = pod["metadata"]["labels"]["app.kubernetes.io/name"]
-    for rules in (values()["singleuser"]["networkPolicy"]["egress"], values()["proxy"]["chp"]["networkPolicy"]["egress"]):
+    given = values()
+    for rules in (given["singleuser"]["networkPolicy"]["egress"],
+                  given["proxy"]["chp"]["networkPolicy"]["egress"]):
         assert any(r["to"][0]["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": label}
                    and r["ports"][0]["port"] == port for r in rules)
-    assert values()["singleuser"]["extraEnv"]["COURSE_BILLING_URL"] == f"http://billing:{port}/services/billing/"
+    url = given["singleuser"]["extraEnv"]["COURSE_BILLING_URL"]
+    assert url == f"http://billing:{port}/services/billing/"
 
 
 def test_the_hub_keeps_its_state_in_the_postgresql_of_postgres_yaml():
@@ -120,5 +127,7 @@ def test_the_hub_keeps_its_state_in_the_postgresql_of_postgres_yaml():
     found = manifests("postgres.yaml")
     name, port = found["Service"]["metadata"]["name"], found["Service"]["spec"]["ports"][0]["port"]
     assert db["type"] == "postgres" and f"@{name}:{port}/" in db["url"] and "password" not in db
-    env = {e["name"]: e for e in found["StatefulSet"]["spec"]["template"]["spec"]["containers"][0]["env"]}
-    assert db["url"].endswith("/" + env["POSTGRES_DB"]["value"]) and "valueFrom" in env["POSTGRES_PASSWORD"]
+    (container,) = found["StatefulSet"]["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert db["url"].endswith("/" + env["POSTGRES_DB"]["value"])
+    assert "valueFrom" in env["POSTGRES_PASSWORD"], "the password comes from a Secret"

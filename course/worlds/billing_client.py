@@ -31,7 +31,8 @@ from urllib.parse import quote, urlsplit
 from toolkit.kernel import Status, ToolFailure
 from course.worlds import LOOPBACK, SERVICE_HEADER, STUDENT_HEADER
 
-#: Where a client given a ``url`` finds its hub token, first found first: a student's kernel, the instructor.
+#: Where a client given a ``url`` finds its hub token, first found first: a student's kernel, then
+#: the instructor.
 TOKEN_VARIABLES = ("JUPYTERHUB_API_TOKEN", "COURSE_ADMIN_TOKEN")
 
 
@@ -62,7 +63,7 @@ class BillingClient:
             self.scheme, self.host, self.base = parts.scheme, parts.hostname, parts.path.rstrip("/")
             self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.timeout, self.student = timeout, student or ""
-        found = (os.environ.get(name, "").strip() for name in TOKEN_VARIABLES) if url is not None else ()
+        found = (os.environ.get(name, "").strip() for name in TOKEN_VARIABLES if url is not None)
         self.token = token or next((value for value in found if value), "")
 
     @property
@@ -75,8 +76,8 @@ class BillingClient:
         return kind(self.host, self.port, timeout=self.timeout)
 
     def _request(self, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
-        """The service's own answer: its status and JSON body. No answer from the service itself is a
-        ``ToolFailure``: unreachable (nothing was sent) or timeout (sent; the outcome is unknown)."""
+        """The service's own answer: its status and JSON body. No answer from the service itself
+        is a ``ToolFailure``: unreachable (nothing was sent) or timeout (sent; outcome unknown)."""
         try:
             data = None if body is None else json.dumps(body, allow_nan=False).encode("utf-8")
         except (TypeError, ValueError):
@@ -101,8 +102,9 @@ class BillingClient:
             except (OSError, http.client.HTTPException):
                 raise ToolFailure(Status.TIMEOUT, "timeout",
                                   "the request was sent but no answer came back; the outcome is unknown") from None
-            if response.getheader(SERVICE_HEADER) != "billing":    # a proxy answered for a service that did not
-                raise ToolFailure(Status.TIMEOUT, "timeout", f"the request was sent and the answer ({response.status}) "
+            if response.getheader(SERVICE_HEADER) != "billing":    # a proxy answered, not billing
+                raise ToolFailure(Status.TIMEOUT, "timeout",
+                                  f"the request was sent and the answer ({response.status}) "
                                   "did not come from the billing service; the outcome is unknown")
             try:
                 answer = json.loads(raw or b"{}")
@@ -133,7 +135,8 @@ class BillingClient:
         status, body = self._request("GET", "/invoices")
         if status != 200:
             error = (body.get("errors") or [{}])[0]
-            raise ToolFailure(Status.REJECTED, error.get("code", "refused"), error.get("message", "refused"))
+            raise ToolFailure(Status.REJECTED, error.get("code", "refused"),
+                              error.get("message", "refused"))
         return body.get("invoices", [])
 
 

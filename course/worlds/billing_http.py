@@ -1,9 +1,10 @@
 """Chapter 05: the billing service as its own process: HTTP + JSON on 127.0.0.1, served by tornado.
 
     python -m course.worlds.billing_http serve --db billing.db --port 0 [--honour-keys]
-                                               [--prefix /services/billing/] [--hub-auth] [--restart]
+        [--prefix /services/billing/] [--hub-auth] [--restart]
 
-It listens on 127.0.0.1 (``--ip`` only for a pod of its own, with ``--hub-auth``) and speaks a few routes:
+It listens on 127.0.0.1 (``--ip`` only for a pod of its own, with ``--hub-auth``) and speaks a
+few routes:
 
     POST /invoices                      create_invoice arguments -> 201 (new) or 200 (replayed)
     GET  /invoices                      the invoices the caller may see, oldest first
@@ -61,25 +62,28 @@ from course.worlds import process_context, reap
 
 #: The only address the service binds to.
 LOOPBACK = "127.0.0.1"
-#: Seconds in all a client may take to send a request's head, and again its body; then it is cut off.
+#: Seconds in all a client may take to send a request's head, and again its body; then it is cut.
 IDLE_TIMEOUT = 5.0
 #: Seconds a stopped command may take to finish the requests it is serving.
 STOP_GRACE = 2
-#: Seconds the supervisor waits before starting a service that died; doubled (up to 8 s) while it keeps dying.
+#: Seconds the supervisor waits before starting a service that died (doubled up to 8 s while it
+#: keeps dying).
 RESTART_DELAY = 0.25
 
 
 def http_server(billing: BillingService, prefix: str = "", hub_auth: Any = None) -> Any:
-    """A tornado ``HTTPServer`` for the service that cuts off a request not sent within ``IDLE_TIMEOUT`` s."""
+    """The tornado ``HTTPServer``: a request slower than ``IDLE_TIMEOUT`` s is cut off."""
     from tornado.httpserver import HTTPServer
 
     return HTTPServer(application(billing, prefix, hub_auth), idle_connection_timeout=IDLE_TIMEOUT,
                       body_timeout=IDLE_TIMEOUT, max_body_size=4 * MAX_BODY, xheaders=False)
 
 
-async def _serving(billing: BillingService, sockets: list, prefix: str, hub_auth: Any, until: asyncio.Event,
-                   parent: int | None = None, ready: Callable[[int], None] | None = None) -> None:
-    """Serve on ``sockets`` until ``until`` is set (or the process's parent changes), then finish in-flight work.
+async def _serving(billing: BillingService, sockets: list, prefix: str, hub_auth: Any,
+                   until: asyncio.Event, parent: int | None = None,
+                   ready: Callable[[int], None] | None = None) -> None:
+    """Serve on ``sockets`` until ``until`` is set (or the process's parent changes), then finish
+    the requests in flight.
 
     ``ready(port)`` is called once the routes are in place.
     """
@@ -109,12 +113,13 @@ def _bind(port: int, ip: str = LOOPBACK) -> list:
 
 
 class BillingServer:
-    """The service served from a thread of this process, on 127.0.0.1, with an event loop of its own.
+    """The service served from a thread of this process, on 127.0.0.1, with its own event loop.
 
     A context manager: entering starts serving, leaving stops it (and closes ``billing``).
     """
 
-    def __init__(self, billing: BillingService, port: int = 0, prefix: str = "", hub_auth: Any = None):
+    def __init__(self, billing: BillingService, port: int = 0, prefix: str = "",
+                 hub_auth: Any = None):
         self.billing, self.prefix, self.hub_auth = billing, prefix, hub_auth
         self._sockets = _bind(port)
         self.port = self._sockets[0].getsockname()[1]
@@ -147,11 +152,13 @@ class BillingServer:
 
 def serve(path: str | Path, *, port: int = 0, honour_keys: bool = False,
           notify: Callable[[str], None] | None = None, ready: Callable[[int], None] | None = None,
-          prefix: str = "", hub_auth: Any = None, parent: int | None = None, ip: str = LOOPBACK) -> None:
-    """Serve until SIGINT or SIGTERM (or, given ``parent``, until that process is no longer this one's parent).
+          prefix: str = "", hub_auth: Any = None, parent: int | None = None,
+          ip: str = LOOPBACK) -> None:
+    """Serve until SIGINT or SIGTERM (or, given ``parent``, until it is not this one's parent).
 
-    ``ready(port)`` is called once it listens; ``hub_auth`` (a ``HubAuth``) makes every caller show a hub token.
-    ``ip`` is 127.0.0.1 but in a container of its own (a cluster's pod: 0.0.0.0, and ``hub_auth`` on).
+    ``ready(port)`` is called once it listens; ``hub_auth`` (a ``HubAuth``) makes every caller show
+    a hub token. ``ip`` is 127.0.0.1 but in a container of its own (a cluster's pod: 0.0.0.0, with
+    ``hub_auth``).
     """
     billing = BillingService(path, honour_keys=honour_keys, notify=notify)
     try:
@@ -238,9 +245,11 @@ def start(path: str | Path, *, honour_keys: bool = False, notify: Callable[[str]
 
 
 def supervise(command: list[str]) -> int:
-    """Run ``command`` and start it again whenever it dies, until SIGINT or SIGTERM; then stop it and return 0.
+    """Run ``command`` and start it again whenever it dies, until SIGINT or SIGTERM; then stop it
+    and return 0.
 
-    Each death is reaped at once (``wait``); a service that keeps dying is restarted after 0.25, 0.5, ... 8 s.
+    Each death is reaped at once (``wait``); a service that keeps dying is started again after
+    0.25, 0.5, ... 8 s.
     """
     stopping = threading.Event()
     child: subprocess.Popen | None = None
@@ -259,7 +268,8 @@ def supervise(command: list[str]) -> int:
         code = child.wait()
         if stopping.is_set():
             break
-        print(f"billing service exited with status {code}; starting it again", file=sys.stderr, flush=True)
+        print(f"billing service exited with status {code}; starting it again", file=sys.stderr,
+              flush=True)
         delay = RESTART_DELAY if time.monotonic() - began > 30 else min(2 * delay, 8.0)
         stopping.wait(delay)
     if child is not None:
@@ -279,9 +289,12 @@ def billing_main(argv: list[str] | None = None) -> int:
     run.add_argument("--port", type=int, default=0, help="0 picks a free port (printed on start)")
     run.add_argument("--honour-keys", action="store_true", help="recognize idempotency keys")
     run.add_argument("--prefix", default="", help="answer under this path too, e.g. /services/billing/")
-    run.add_argument("--hub-auth", action="store_true", help="every caller shows a hub token (a hub's service)")
-    run.add_argument("--restart", action="store_true", help="start the service again whenever it dies")
-    run.add_argument("--ip", default=LOOPBACK, help="the address to listen on (0.0.0.0 in a pod of its own)")
+    run.add_argument("--hub-auth", action="store_true",
+                     help="every caller shows a hub token (a hub's service)")
+    run.add_argument("--restart", action="store_true",
+                     help="start the service again whenever it dies")
+    run.add_argument("--ip", default=LOOPBACK,
+                     help="the address to listen on (0.0.0.0 in a pod of its own)")
     run.add_argument("--parent", type=int, default=None, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     if options.restart:
@@ -292,13 +305,14 @@ def billing_main(argv: list[str] | None = None) -> int:
     def ready(port: int) -> None:
         print(f"billing listening on {LOOPBACK}:{port}", flush=True)
 
-    serve(options.db, port=options.port, honour_keys=options.honour_keys, ready=ready, prefix=options.prefix,
-          hub_auth=hub_auth_from_env() if options.hub_auth else None, parent=options.parent, ip=options.ip)
+    serve(options.db, port=options.port, honour_keys=options.honour_keys, ready=ready,
+          prefix=options.prefix, hub_auth=hub_auth_from_env() if options.hub_auth else None,
+          parent=options.parent, ip=options.ip)
     return 0
 
 
-__all__ = ["BillingProcess", "BillingServer", "IDLE_TIMEOUT", "LOOPBACK", "billing_main", "serve", "serve_child",
-           "start", "supervise"]
+__all__ = ["BillingProcess", "BillingServer", "IDLE_TIMEOUT", "LOOPBACK", "billing_main", "serve",
+           "serve_child", "start", "supervise"]
 
 
 if __name__ == "__main__":

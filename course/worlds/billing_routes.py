@@ -1,4 +1,4 @@
-"""Chapter 05: the billing service's routes: what it answers, and to whom (a hub's callers, or anyone).
+"""Chapter 05: the billing service's routes: what it answers, and to whom (a hub's callers, or all).
 
 ``application`` is the tornado application ``course.worlds.billing_http``
 serves. Every answer the service gives itself is JSON and carries the
@@ -23,7 +23,7 @@ from course.worlds import BillingService
 
 #: The largest request body accepted, in bytes (a larger one is a 413).
 MAX_BODY = 64 * 1024
-#: The request header naming the student an invoice is made for (percent-encoded text; without a hub only).
+#: The request header naming the student an invoice is made for (percent-encoded text; no hub only).
 STUDENT_HEADER = "X-Course-Student"
 #: The header on every answer the service gives itself (its value is "billing").
 SERVICE_HEADER = "X-Billing-Service"
@@ -35,7 +35,8 @@ def _error_body(code: str, message: str) -> dict[str, Any]:
     return {"errors": [ToolError(code, "$", message, retryable=False).to_dict()]}
 
 
-_ERRORS = {403: ("forbidden", "a hub token with access to the billing service is required; nothing was created"),
+_ERRORS = {403: ("forbidden",
+                  "a hub token with access to billing is required; nothing was created"),
            404: ("not_found", "no such route"),
            405: ("not_allowed", "this route does not take that method; nothing was created")}
 
@@ -62,8 +63,8 @@ def _handlers(checked: bool) -> tuple[type, type]:
             return None
 
         def write_error(self, status_code: int, **kwargs: Any) -> None:
-            code, message = _ERRORS.get(status_code, ("service_error",
-                                                      "the billing service failed; nothing was created"))
+            failed = ("service_error", "the billing service failed; nothing was created")
+            code, message = _ERRORS.get(status_code, failed)
             self.finish(json.dumps(_error_body(code, message), sort_keys=True))
 
     class Missing(Answer):
@@ -85,7 +86,8 @@ def _handlers(checked: bool) -> tuple[type, type]:
             if route != "invoices":
                 raise web.HTTPError(405)
             if len(self.request.body) > MAX_BODY:
-                return self.answer(413, _error_body("too_large", f"the body must be at most {MAX_BODY} bytes"))
+                too_large = _error_body("too_large", f"the body must be at most {MAX_BODY} bytes")
+                return self.answer(413, too_large)
             if self.caller is None:
                 student = unquote(self.request.headers.get(STUDENT_HEADER, ""), errors="replace")
             else:
@@ -94,10 +96,12 @@ def _handlers(checked: bool) -> tuple[type, type]:
 
         def get(self, route: str | None) -> None:
             if not route:
-                return self.answer(200, {"service": "billing", "honour_keys": self.billing.honour_keys})
+                return self.answer(200, {"service": "billing",
+                                         "honour_keys": self.billing.honour_keys})
             key = self.get_query_argument("idempotency_key", None)
             if key is None:
-                return self.answer(200, {"invoices": [i for i in self.billing.invoices() if self.mine(i)]})
+                seen = [i for i in self.billing.invoices() if self.mine(i)]
+                return self.answer(200, {"invoices": seen})
             found = self.billing.find(key)
             if found and self.mine(found):
                 return self.answer(200, found)
@@ -108,7 +112,7 @@ def _handlers(checked: bool) -> tuple[type, type]:
     from jupyterhub.services.auth import HubAuthenticated, UserNotAllowed
 
     class HubRoutes(HubAuthenticated, Routes):
-        """The routes for callers the hub vouches for: a token with access to this service, or a 403."""
+        """The routes for callers the hub vouches for: a token with access to billing, or 403."""
 
         def initialize(self, billing: BillingService, hub_auth: Any = None) -> None:
             super().initialize(billing)
@@ -127,23 +131,26 @@ def _handlers(checked: bool) -> tuple[type, type]:
 
 
 def application(billing: BillingService, prefix: str = "", hub_auth: Any = None) -> Any:
-    """The tornado application: the routes at / and under ``prefix``; ``hub_auth`` (a ``HubAuth``) checks callers."""
+    """The tornado application: the routes at / and under ``prefix``; ``hub_auth`` (a ``HubAuth``)
+    checks every caller."""
     from tornado import web
 
     routes, missing = _handlers(hub_auth is not None)
     stem = "/" + prefix.strip("/") if prefix.strip("/") else ""
     options = {"billing": billing, "hub_auth": hub_auth}
-    rules = [(rf"{re.escape(base)}(?:/(invoices)?)?", routes, options) for base in dict.fromkeys(("", stem))]
+    rules = [(rf"{re.escape(base)}(?:/(invoices)?)?", routes, options)
+             for base in dict.fromkeys(("", stem))]
     return web.Application(rules, default_handler_class=missing, log_function=lambda handler: None)
 
 
 def hub_auth_from_env() -> Any:
-    """The hub's view of callers, from the environment a hub gives its services (fails loudly elsewhere)."""
+    """The hub's view of callers, from the environment a hub gives its services (else it fails)."""
     from jupyterhub.services.auth import HubAuth
 
     auth = HubAuth(cache_max_age=60)
     if not auth.api_token or not auth.api_url:
-        raise RuntimeError("--hub-auth needs the hub's environment (JUPYTERHUB_API_TOKEN, JUPYTERHUB_API_URL)")
+        raise RuntimeError("--hub-auth needs the hub's environment "
+                           "(JUPYTERHUB_API_TOKEN, JUPYTERHUB_API_URL)")
     return auth
 
 
