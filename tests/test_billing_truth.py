@@ -143,14 +143,20 @@ def test_on_a_hub_the_service_knows_who_asks(tmp_path):
     with serving(ScriptedHub) as hub_api:
         auth = HubAuth(api_url=hub_api, api_token="service-token", cache_max_age=0,
                        access_scopes={"access:services", "access:services!service=billing"})
-        books = BillingService(tmp_path / "b.db")
+        books = BillingService(tmp_path / "b.db", honour_keys=True)
         with BillingServer(books, 0, "/services/billing/", hub_auth=auth) as server:
             url = f"http://127.0.0.1:{server.port}/services/billing/"
             ada, bo, admin = (BillingClient(url=url, token=f"token-{who}")
                               for who in ("ada", "bo", "admin"))
             assert ada.create_invoice(dict(ORDER))["student"] == "ada"
             posing = BillingClient(url=url, token="token-bo", student="ada")   # bo says he is ada
-            assert posing.create_invoice({**ORDER, "order_id": "order-432"})["student"] == "bo"
+            bos = {**ORDER, "order_id": "order-432", "idempotency_key": "key-bo"}
+            assert posing.create_invoice(bos)["student"] == "bo"
+            with pytest.raises(ToolFailure) as taken:                 # ada's key, ada's order
+                bo.create_invoice(dict(ORDER))
+            assert (taken.value.status, taken.value.reason) == (Status.REJECTED,
+                                                                "idempotency_conflict")
+            assert "INV-9" not in taken.value.message, "nothing of ada's invoice shows"
             assert [i["student"] for i in ada.invoices()] == ["ada"]
             assert [i["student"] for i in bo.invoices()] == ["bo"]
             assert [i["student"] for i in admin.invoices()] == ["ada", "bo"]

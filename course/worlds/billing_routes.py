@@ -9,7 +9,8 @@ may name its student in the ``X-Course-Student`` header. With ``hub_auth`` (a
 the handler is ``HubAuthenticated``: a request without a hub token that holds
 access to this service is a 403; an invoice is tagged with the token's owner,
 whatever the request says; a caller sees only the invoices tagged with their
-name, unless their token holds ``SEE_ALL_SCOPE`` (the hub's admin role does).
+name, unless their token holds ``SEE_ALL_SCOPE`` (the hub's admin role does),
+and a key another caller used is refused (409), not answered with their invoice.
 """
 from __future__ import annotations
 
@@ -92,7 +93,11 @@ def _handlers(checked: bool) -> tuple[type, type]:
                 student = unquote(self.request.headers.get(STUDENT_HEADER, ""), errors="replace")
             else:
                 student = self.caller["name"]      # who sent it, whatever the request says
-            self.answer(*self.billing.create_invoice(self.request.body, student))
+            status, body = self.billing.create_invoice(self.request.body, student)
+            if status == 200 and not self.mine(body):     # a replay of another caller's key
+                return self.answer(409, _error_body("idempotency_conflict", "this idempotency key "
+                                                    "was used by someone else; use a new key"))
+            self.answer(status, body)
 
         def get(self, route: str | None) -> None:
             if not route:
