@@ -18,7 +18,9 @@ environment variables (INSTRUCTORS.md, "Running a class"):
 Every student's server runs as the user who started the hub (SimpleLocalProcessSpawner), each in a
 folder of its own under the state folder holding a copy of the course's notebooks and exercises. That
 isolates nobody: it is for one trusted room, or a test. The billing service is a hub-managed service,
-reached by every kernel through the proxy at COURSE_BILLING_URL (http://127.0.0.1:<port>/services/billing/).
+reached by every kernel through the proxy at COURSE_BILLING_URL
+(http://127.0.0.1:<port>/services/billing/); it knows each caller from their hub token, so a student
+sees and tags only their own invoices, and the admin token (the dashboard's) sees them all.
 """
 import os
 import secrets
@@ -128,14 +130,25 @@ def copy_course(spawner):
 c.Spawner.pre_spawn_hook = copy_course
 
 # ---------------------------------------------------------------- the shared billing service, run by the hub
+# It asks the hub who calls (every request shows a hub token, on the proxy's path and on its own
+# port alike), tags each invoice with the caller and shows a student only their own; the admin
+# token sees every invoice. It runs under its own supervisor (--restart), which reaps it and starts
+# it again at once if it dies: the hub itself notices a dead service only on its 30 s poll.
+BILLING = "billing"
 c.JupyterHub.services = [{
-    "name": "billing",
+    "name": BILLING,
     "url": f"http://127.0.0.1:{billing_port}",
     "command": [sys.executable, "-m", "course.worlds.billing_http", "serve", "--db", str(state / "billing.db"),
-                "--port", str(billing_port), "--prefix", "/services/billing/"],
+                "--port", str(billing_port), "--prefix", f"/services/{BILLING}/",
+                "--hub-auth", "--restart"],
     "cwd": str(COURSE),
     "display": False,
 }]
+# A student's own tokens, and their server's token (which their kernels inherit), may call billing.
+c.JupyterHub.load_roles = [{"name": "user",
+                            "scopes": ["self", f"access:services!service={BILLING}"]}]
+c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server",
+                                 f"access:services!service={BILLING}"]
 if admin_token:
     c.JupyterHub.services.append({"name": "course-admin", "api_token": admin_token})
-    c.JupyterHub.load_roles = [{"name": "admin", "services": ["course-admin"]}]
+    c.JupyterHub.load_roles.append({"name": "admin", "services": ["course-admin"]})

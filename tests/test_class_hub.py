@@ -6,7 +6,10 @@ starts their servers at once, and runs chapter 05's class experiment in each stu
 through the kernel websocket under /user/<name>/: three with keys off, two with keys on. The
 shared service must then count one duplicate for each student without keys and none for those
 with keys, and the instructor's dashboard (deploy/class_dashboard.ipynb, run with nbclient) must
-say the same. Then every server, the hub and the service stop, and no process they started is
+say the same. Then the service must know who asks: no hub token, a forged one, or a request on
+its own port without one is refused; an invoice one student tags as another's is the sender's; a
+student lists only their own invoices and the admin token all. A SIGKILLed service must be reaped
+and answer again. Then every server, the hub and the service stop, and no process they started is
 left. The cycle time and each student's memory (server + kernel RSS) are printed (pytest -s).
 
 The short tests first: the experiment off the hub (a local service, the same lines every run),
@@ -40,10 +43,10 @@ from processes import live_children
 
 from toolkit.kernel import Status, ToolFailure
 from course.worlds import BillingClient
-from course.worlds import BillingServer
+from course.worlds import BillingServer, SERVICE_HEADER
 from course.worlds import BillingService, open_books
 from course.worlds import LOCAL_WHERE, class_billing_url, run_class_experiment
-from course.worlds import UNTAGGED, CountsWatch, class_counts, tally
+from course.worlds import UNTAGGED, CountsWatch, tally
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "deploy" / "jupyterhub_config.py"
@@ -86,18 +89,8 @@ def test_the_hub_names_the_student_and_the_service(monkeypatch):
         run_class_experiment(student="bad\nname", url=None)
 
 
-@contextmanager
-def prefixed_service(path: Path) -> Iterator[BillingServer]:
-    server = BillingServer(BillingService(path), 0, "/services/billing/")
-    thread = threading.Thread(target=server.serve_forever)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
-        server.billing.close()
+def prefixed_service(path: Path) -> BillingServer:
+    return BillingServer(BillingService(path), 0, "/services/billing/")
 
 
 def test_the_service_answers_under_the_hub_prefix_and_tags_invoices(tmp_path):
@@ -195,7 +188,12 @@ def test_the_hub_config_refuses_to_start_without_a_password_and_reads_its_settin
     assert billing["name"] == "billing"
     assert billing["command"][:3] == [sys.executable, "-m", "course.worlds.billing_http"]
     assert admin == {"name": "course-admin", "api_token": "t" * 32}
-    assert c.JupyterHub.load_roles == [{"name": "admin", "services": ["course-admin"]}]
+    assert {"--hub-auth", "--restart"} <= set(billing["command"]), "it asks the hub; it comes back"
+    assert c.JupyterHub.load_roles == [
+        {"name": "user", "scopes": ["self", "access:services!service=billing"]},
+        {"name": "admin", "services": ["course-admin"]}]
+    assert "access:services!service=billing" in c.Spawner.server_token_scopes, \
+        "a kernel's token reaches billing"
     assert Path(c.Spawner.cmd[0]).parent == Path(sys.executable).parent
     assert c.ConfigurableHTTPProxy.auth_token == (tmp_path / "proxy_auth_token").read_text()
 
@@ -227,8 +225,9 @@ def hub_env(base: Path) -> dict[str, str]:
 class Hub:
     """A running hub: its process, its public URL, and every process seen under it."""
 
-    def __init__(self, process: subprocess.Popen, port: int, log: Path):
+    def __init__(self, process: subprocess.Popen, port: int, log: Path, billing_port: int):
         self.process, self.url, self.log = process, f"http://127.0.0.1:{port}", log
+        self.billing_port = billing_port     # the service's own port, behind the proxy
         self.api = requests.Session()
         self.api.headers["Authorization"] = f"token {ADMIN_TOKEN}"
         self.seen: set[int] = {process.pid}
@@ -277,11 +276,13 @@ def running_hub(base: Path) -> Iterator[Hub]:
     with open(log, "wb") as out:
         process = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(CONFIG)], cwd=base, env=env,
                                    stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    hub = Hub(process, int(env["COURSE_HUB_PORT"]), log)
+    hub = Hub(process, int(env["COURSE_HUB_PORT"]), log, int(env["COURSE_BILLING_PORT"]))
     try:
-        wait_for("the hub's API through the proxy", lambda: hub.call("GET", "/").status_code == 200, 30, hub)
+        wait_for("the hub's API through the proxy",
+                 lambda: hub.call("GET", "/").status_code == 200, 60, hub)
         wait_for("the billing service through the proxy",
-                 lambda: requests.get(f"{hub.url}/services/billing/", timeout=5).status_code == 200, 30, hub)
+                 lambda: hub.api.get(f"{hub.url}/services/billing/", timeout=5).status_code == 200,
+                 60, hub)
         hub.note_processes()
         yield hub
     finally:
@@ -401,8 +402,9 @@ def shared_memory(hub: Hub) -> dict[str, int]:
     for child in hub_process.children():
         line = " ".join(child.cmdline())
         for name, marker in (("proxy", "configurable-http-proxy"), ("billing", "course.worlds.billing_http")):
-            if marker in line:
-                found[name] = child.memory_info().rss
+            if marker in line:      # the billing service runs under its supervisor: both count
+                tree = [child, *child.children(recursive=True)]
+                found[name] = sum(p.memory_info().rss for p in tree)
     return found
 
 
@@ -413,6 +415,57 @@ def run_dashboard(url: str, base: Path) -> str:
     NotebookClient(nb, kernel_name="python3", timeout=60, resources={"metadata": {"path": str(base)}}).execute(env=env)
     cell = next(c for c in nb.cells if "counts-text" in c.metadata.get("tags", []))
     return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+def who_is_asking(hub: Hub, billing: str, tokens: dict[str, str],
+                  students: dict[str, bool]) -> None:
+    """The service knows its callers from their hub tokens: no token, no service (also on its own
+    port); a student's invoice is tagged with the student whatever it says; a student sees their
+    own invoices; the admin all."""
+    admin = BillingClient(url=billing, token=ADMIN_TOKEN)
+    before = admin.invoices()
+    order = {"order_id": "order-900", "amount": 120.0, "currency": "EUR",
+             "idempotency_key": "order-900:v1"}
+    own_port = f"http://127.0.0.1:{hub.billing_port}/invoices"
+    forged = {"Authorization": "token forged"}
+    for url, headers in ((f"{billing}invoices", {}), (own_port, {}), (own_port, forged),
+                         (f"{billing}invoices", forged)):
+        for method in ("POST", "GET"):
+            answer = requests.request(method, url, json=order, headers=headers, timeout=30)
+            marked = (answer.status_code, answer.headers.get(SERVICE_HEADER))
+            assert marked == (403, "billing"), (method, url)
+            assert answer.json()["errors"][0]["code"] == "forbidden"
+    first, second = list(students)[:2]
+    posed = BillingClient(url=billing, token=tokens[first], student=second).create_invoice(order)
+    assert posed["student"] == first, f"an invoice tagged {second!r} by {first} is {first}'s"
+    own = BillingClient(url=billing, token=tokens[first]).invoices()
+    assert own and {i["student"] for i in own} == {first}, "a student lists only their own invoices"
+    theirs = [i["invoice_id"] for i in admin.invoices() if i["student"] == first]
+    assert [i["invoice_id"] for i in own] == theirs
+    everything = admin.invoices()
+    assert len(everything) == len(before) + 1
+    assert {i["student"] for i in everything} == set(students)
+    assert BillingClient(url=billing, token=tokens[second]).find(order["idempotency_key"]) is None
+
+
+def killed_service_comes_back(hub: Hub, billing: str) -> None:
+    """SIGKILL the billing service: its supervisor reaps it and starts it again; the proxy's path
+    answers again."""
+    (supervisor,) = [p for p in psutil.Process(hub.process.pid).children()
+                     if "course.worlds.billing_http" in " ".join(p.cmdline())]
+    (service,) = supervisor.children()
+    service.send_signal(signal.SIGKILL)
+    admin = BillingClient(url=billing, token=ADMIN_TOKEN, timeout=10)
+
+    def answers_again() -> bool:
+        try:
+            return bool(supervisor.children()) and supervisor.children()[0].pid != service.pid and \
+                bool(admin.invoices())
+        except ToolFailure:
+            return False
+    wait_for("the billing service again after SIGKILL", answers_again, 90, hub)
+    assert not psutil.pid_exists(service.pid), "the killed service was reaped, not left a zombie"
+    hub.note_processes()
 
 
 @dataclass
@@ -489,10 +542,14 @@ def class_cycle(base: Path, students: dict[str, bool], ready_within: float = 180
         cycle.shared = shared_memory(hub)
 
         cycle.billing = f"{hub.url}/services/billing/"
-        cycle.counts = class_counts(cycle.billing)
+        cycle.counts = tally(BillingClient(url=cycle.billing, token=ADMIN_TOKEN).invoices())
         board = time.monotonic()
         cycle.shown = run_dashboard(cycle.billing, base)
         figures["dashboard"] = time.monotonic() - board
+        who_is_asking(hub, cycle.billing, tokens, students)
+        back = time.monotonic()
+        killed_service_comes_back(hub, cycle.billing)
+        figures["billing back after SIGKILL"] = time.monotonic() - back
 
         stopping = time.monotonic()
         for student in students:

@@ -7,20 +7,33 @@ answered that it is busy); the request went out and no answer came back (the
 outcome is unknown: ask with the same key before anything else). Arguments
 that cannot even be encoded are refused here, before a socket is opened.
 
+Only an answer the service gives itself says anything about the outcome: the
+service marks each one (the ``X-Billing-Service`` header). An answer without
+that mark, a hub proxy's 502/503/504 for a service that died after it
+committed, is treated like no answer at all: the outcome is unknown.
+
 By default the client talks to a port on 127.0.0.1; given a ``url`` (the
 class hub's ``http://127.0.0.1:8000/services/billing/``) it talks to that
-address and path instead. Given a ``student``, every invoice it creates is
-tagged with that name.
+address and path instead, showing a hub token: ``token``, or else the one the
+hub gives a student's kernel (``JUPYTERHUB_API_TOKEN``), or else the
+instructor's ``COURSE_ADMIN_TOKEN``. Given a ``student``, every invoice it
+creates asks to be tagged with that name (a service without a hub honours it;
+a hub's service tags the token's owner instead).
 """
 from __future__ import annotations
 
 import http.client
 import json
+import os
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 from toolkit.kernel import Status, ToolFailure
-from course.worlds import LOOPBACK, STUDENT_HEADER
+from course.worlds import LOOPBACK, SERVICE_HEADER, STUDENT_HEADER
+
+#: Where a client given a ``url`` finds its hub token, first found first: a student's kernel, then
+#: the instructor.
+TOKEN_VARIABLES = ("JUPYTERHUB_API_TOKEN", "COURSE_ADMIN_TOKEN")
 
 
 class BillingClient:
@@ -33,12 +46,13 @@ class BillingClient:
       even be sent (nothing was created);
     * recoverable: nothing was created and a retry may work: the service is
       not listening (nothing was sent), or it answered that it is busy or failed;
-    * timeout: the request was sent but no answer came back (the outcome is
-      unknown: ask with the same key before anything else).
+    * timeout: the request was sent but no answer came back from the service
+      itself (none at all, a reset, or an answer without the service's mark):
+      the outcome is unknown: ask with the same key before anything else.
     """
 
     def __init__(self, port: int | None = None, timeout: float = 5.0, *, url: str | None = None,
-                 student: str | None = None):
+                 student: str | None = None, token: str | None = None):
         if url is None:
             self.scheme, self.host, self.base = "http", LOOPBACK, ""
             self.port = int(port or 0)
@@ -49,6 +63,8 @@ class BillingClient:
             self.scheme, self.host, self.base = parts.scheme, parts.hostname, parts.path.rstrip("/")
             self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.timeout, self.student = timeout, student or ""
+        found = (os.environ.get(name, "").strip() for name in TOKEN_VARIABLES if url is not None)
+        self.token = token or next((value for value in found if value), "")
 
     @property
     def url(self) -> str:
@@ -60,6 +76,8 @@ class BillingClient:
         return kind(self.host, self.port, timeout=self.timeout)
 
     def _request(self, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
+        """The service's own answer: its status and JSON body. No answer from the service itself
+        is a ``ToolFailure``: unreachable (nothing was sent) or timeout (sent; outcome unknown)."""
         try:
             data = None if body is None else json.dumps(body, allow_nan=False).encode("utf-8")
         except (TypeError, ValueError):
@@ -69,6 +87,8 @@ class BillingClient:
         headers = {"Content-Type": "application/json"}
         if self.student and body is not None:
             headers[STUDENT_HEADER] = quote(self.student, safe="")
+        if self.token:
+            headers["Authorization"] = f"token {self.token}"
         try:
             try:
                 connection.connect()
@@ -82,6 +102,10 @@ class BillingClient:
             except (OSError, http.client.HTTPException):
                 raise ToolFailure(Status.TIMEOUT, "timeout",
                                   "the request was sent but no answer came back; the outcome is unknown") from None
+            if response.getheader(SERVICE_HEADER) != "billing":    # a proxy answered, not billing
+                raise ToolFailure(Status.TIMEOUT, "timeout",
+                                  f"the request was sent and the answer ({response.status}) "
+                                  "did not come from the billing service; the outcome is unknown")
             try:
                 answer = json.loads(raw or b"{}")
             except ValueError:
@@ -107,7 +131,13 @@ class BillingClient:
         return body if status == 200 else None
 
     def invoices(self) -> list[dict[str, Any]]:
-        return self._request("GET", "/invoices")[1].get("invoices", [])
+        """The invoices this caller may see (on a hub: a student's own, the instructor's all)."""
+        status, body = self._request("GET", "/invoices")
+        if status != 200:
+            error = (body.get("errors") or [{}])[0]
+            raise ToolFailure(Status.REJECTED, error.get("code", "refused"),
+                              error.get("message", "refused"))
+        return body.get("invoices", [])
 
 
 __all__ = ["BillingClient"]

@@ -1,192 +1,180 @@
-"""Chapter 05: the billing service as its own process: plain HTTP + JSON on 127.0.0.1, and its client.
+"""Chapter 05: the billing service as its own process: HTTP + JSON on 127.0.0.1, served by tornado.
 
-    python -m course.worlds.billing_http serve --db billing.db --port 0 [--honour-keys] [--prefix /services/billing/]
+    python -m course.worlds.billing_http serve --db billing.db --port 0 [--honour-keys]
+        [--prefix /services/billing/] [--hub-auth] [--restart]
 
-It listens on 127.0.0.1 only and speaks a few routes:
+It listens on 127.0.0.1 (``--ip`` only for a pod of its own, with ``--hub-auth``) and speaks a
+few routes:
 
     POST /invoices                      create_invoice arguments -> 201 (new) or 200 (replayed)
-    GET  /invoices                      every invoice, oldest first
+    GET  /invoices                      the invoices the caller may see, oldest first
     GET  /invoices?idempotency_key=K    the invoice first recorded for K, or 404
     GET  /                              who is answering: {"service": "billing", "honour_keys": ...}
 
 With a ``prefix`` (a JupyterHub service's ``/services/billing/``) the same
-routes answer under it as well, as a hub's proxy forwards them. A POST may
-carry a ``X-Course-Student`` header (percent-encoded text): the invoice it
-creates is tagged with that student (the class experiment's tally).
+routes answer under it as well, as a hub's proxy forwards them. Every answer
+the service gives itself carries the ``X-Billing-Service`` header: a client
+that gets an answer without it (a proxy's 502/503/504) knows the service did
+not say what happened.
 
-Requests are served concurrently, one thread each, so a client that opens a
-socket and says nothing holds only its own thread, for at most
-``IDLE_TIMEOUT`` seconds; at most ``MAX_CONNECTIONS`` are served at once, and
-one more is answered 503 at once instead of waiting in line. Every request that
-reaches a handler gets a JSON answer, an unexpected error included (500).
+Who asks. Without ``--hub-auth`` (a chapter's local service) everyone may do
+everything, and a POST may carry a ``X-Course-Student`` header (percent-encoded
+text) that tags its invoice. With ``--hub-auth`` (the class hub) every request
+must carry a hub token (``Authorization: token ...``), checked with the hub's
+API the way JupyterHub services do (``HubAuthenticated``): no valid token, or a
+token without access to this service, is a 403, on the proxy's path and on the
+service's own port alike. An invoice is tagged with the token's owner, never
+with what the request says, and a student sees only their own invoices; a
+token with the hub's ``admin:users`` scope (the instructor's) sees every one.
+
+Connections are served by tornado's HTTP server on one event loop: a client
+that dribbles its request or says nothing is cut off when its head (or its
+body) is not complete within ``IDLE_TIMEOUT`` seconds in all, and meanwhile
+every other request is served. ``--restart`` runs the service under a small
+supervisor that starts it again at once when it dies (and reaps it); the
+child stops by itself if its supervisor is gone.
 
 ``start`` runs it in a child process and returns a ``BillingProcess``, a
 context manager that stops the process on exit (SIGTERM, then SIGKILL if it
-does not go) and closes its pipe. The logic behind the routes is
+does not go) and closes its pipe; ``BillingServer`` serves it from a thread of
+this process. The logic behind the routes is
 ``course.worlds.billing_service.BillingService``; the client that talks to it
 is ``course.worlds.billing_client.BillingClient``.
 """
 from __future__ import annotations
 
 import argparse
-import json
+import asyncio
+import os
 import signal
+import subprocess
 import sys
-from dataclasses import dataclass
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
-from urllib.parse import parse_qs, unquote, urlsplit
 
-from toolkit.kernel import ToolError
 from course.worlds import BillingService
+from course.worlds import MAX_BODY, application, hub_auth_from_env
 from course.worlds import CREATE_INVOICE
 from course.worlds import process_context, reap
 
-#: The largest request body accepted, in bytes.
-MAX_BODY = 64 * 1024
 #: The only address the service binds to.
 LOOPBACK = "127.0.0.1"
-#: Seconds a client may keep a socket open without finishing its request.
+#: Seconds in all a client may take to send a request's head, and again its body; then it is cut.
 IDLE_TIMEOUT = 5.0
-#: Connections served at once; one more gets an immediate 503 (nothing was created).
-MAX_CONNECTIONS = 32
-#: The request header naming the student an invoice is made for (percent-encoded text).
-STUDENT_HEADER = "X-Course-Student"
+#: Seconds a stopped command may take to finish the requests it is serving.
+STOP_GRACE = 2
+#: Seconds the supervisor waits before starting a service that died (doubled up to 8 s while it
+#: keeps dying).
+RESTART_DELAY = 0.25
 
 
-def _error_body(code: str, message: str) -> dict[str, Any]:
-    return {"errors": [ToolError(code, "$", message, retryable=False).to_dict()]}
+def http_server(billing: BillingService, prefix: str = "", hub_auth: Any = None) -> Any:
+    """The tornado ``HTTPServer``: a request slower than ``IDLE_TIMEOUT`` s is cut off."""
+    from tornado.httpserver import HTTPServer
+
+    return HTTPServer(application(billing, prefix, hub_auth), idle_connection_timeout=IDLE_TIMEOUT,
+                      body_timeout=IDLE_TIMEOUT, max_body_size=4 * MAX_BODY, xheaders=False)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server_version = "billing/1"
-    timeout = IDLE_TIMEOUT  # seconds a client may take to send its request; a cut stream holds one thread only
-    server: "BillingServer"
+async def _serving(billing: BillingService, sockets: list, prefix: str, hub_auth: Any,
+                   until: asyncio.Event, parent: int | None = None,
+                   ready: Callable[[int], None] | None = None) -> None:
+    """Serve on ``sockets`` until ``until`` is set (or the process's parent changes), then finish
+    the requests in flight.
 
-    def handle_one_request(self) -> None:
-        """One request; an error in a route still gets a JSON answer if the socket is there to take it."""
-        try:
-            super().handle_one_request()
-        except OSError:
-            self.close_connection = True     # the socket went away or timed out: nobody to answer
-        except Exception:
-            self.close_connection = True
-            try:
-                self._reply(500, _error_body("service_error", "the billing service failed; nothing was created"))
-            except OSError:
-                pass
-
-    def log_message(self, format: str, *args: Any) -> None:  # keep stderr quiet
-        return
-
-    def _reply(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body, sort_keys=True).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_POST(self) -> None:
-        if self.server.route(urlsplit(self.path).path) != "/invoices":
-            return self._reply(404, _error_body("not_found", "no such route"))
-        try:
-            length = int(self.headers.get("Content-Length", ""))
-        except ValueError:
-            return self._reply(411, _error_body("invalid_json", "a Content-Length header is required"))
-        if not 0 <= length <= MAX_BODY:
-            return self._reply(413, _error_body("too_large", f"the body must be at most {MAX_BODY} bytes"))
-        body = self.rfile.read(length)
-        student = unquote(self.headers.get(STUDENT_HEADER, ""), errors="replace")
-        self._reply(*self.server.billing.create_invoice(body, student))
-
-    def do_GET(self) -> None:
-        parts = urlsplit(self.path)
-        route = self.server.route(parts.path)
-        if route == "/":
-            return self._reply(200, {"service": "billing", "honour_keys": self.server.billing.honour_keys})
-        if route != "/invoices":
-            return self._reply(404, _error_body("not_found", "no such route"))
-        keys = parse_qs(parts.query).get("idempotency_key")
-        if keys:
-            found = self.server.billing.find(keys[0])
-            return self._reply(200, found) if found else self._reply(404, _error_body("not_found", "no invoice"))
-        self._reply(200, {"invoices": self.server.billing.invoices()})
-
-
-class BillingServer(ThreadingHTTPServer):
-    """An HTTP server on 127.0.0.1 carrying one ``BillingService``, one thread per request."""
-
-    daemon_threads = False   # ``server_close()`` (leaving a ``with`` block) waits for every handler thread,
-    block_on_close = True    # each bounded by ``IDLE_TIMEOUT``
-    request_queue_size = 2 * MAX_CONNECTIONS   # the listen backlog: a burst is accepted, then served or refused
-
-    def __init__(self, billing: BillingService, port: int = 0, prefix: str = ""):
-        self.billing = billing
-        self.prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""   # "/services/billing" or ""
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
-        super().__init__((LOOPBACK, port), _Handler)
-
-    @property
-    def port(self) -> int:
-        return self.server_address[1]
-
-    def route(self, path: str) -> str | None:
-        """The route a path names ("/" or "/invoices"), with or without the prefix; None for any other path."""
-        if self.prefix and (path == self.prefix or path.startswith(self.prefix + "/")):
-            path = path[len(self.prefix):]
-        path = path or "/"
-        return path if path in ("/", "/invoices") else None
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        """Serve in a thread if a slot is free; else answer 503 now and close."""
-        if not self._slots.acquire(blocking=False):
-            _refuse_busy(request)
-            self.shutdown_request(request)
-            return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()
-            raise
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A broken connection ends that request only; no traceback on stderr."""
-        return
-
-
-def _refuse_busy(request: Any) -> None:
-    body = json.dumps(_error_body("busy", "the billing service is serving too many connections; nothing was "
-                                          "created"), sort_keys=True).encode("utf-8")
-    head = (f"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode("ascii")
+    ``ready(port)`` is called once the routes are in place.
+    """
+    server = http_server(billing, prefix, hub_auth)
+    server.add_sockets(sockets)
+    if ready:
+        ready(sockets[0].getsockname()[1])
     try:
-        request.settimeout(1.0)
-        request.sendall(head + body)
-    except OSError:
-        pass
+        while not until.is_set():
+            try:
+                await asyncio.wait_for(until.wait(), 1.0)
+            except asyncio.TimeoutError:
+                if parent is not None and os.getppid() != parent:
+                    break                             # the supervisor is gone: so is this service
+    finally:
+        server.stop()
+        try:
+            await asyncio.wait_for(server.close_all_connections(), STOP_GRACE)
+        except asyncio.TimeoutError:
+            pass
+
+
+def _bind(port: int, ip: str = LOOPBACK) -> list:
+    from tornado.netutil import bind_sockets
+
+    return bind_sockets(port, ip)
+
+
+class BillingServer:
+    """The service served from a thread of this process, on 127.0.0.1, with its own event loop.
+
+    A context manager: entering starts serving, leaving stops it (and closes ``billing``).
+    """
+
+    def __init__(self, billing: BillingService, port: int = 0, prefix: str = "",
+                 hub_auth: Any = None):
+        self.billing, self.prefix, self.hub_auth = billing, prefix, hub_auth
+        self._sockets = _bind(port)
+        self.port = self._sockets[0].getsockname()[1]
+        self._started = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._until: asyncio.Event | None = None
+        self._thread = threading.Thread(target=asyncio.run, args=(self._main(),), daemon=True)
+
+    async def _main(self) -> None:
+        self._loop, self._until = asyncio.get_running_loop(), asyncio.Event()
+        try:
+            await _serving(self.billing, self._sockets, self.prefix, self.hub_auth, self._until,
+                           ready=lambda port: self._started.set())
+        finally:
+            self._started.set()
+
+    def __enter__(self) -> "BillingServer":
+        self._thread.start()
+        self._started.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._loop is not None and self._until is not None:
+            self._loop.call_soon_threadsafe(self._until.set)
+        self._thread.join(STOP_GRACE + 5)
+        for sock in self._sockets:
+            sock.close()
+        self.billing.close()
 
 
 def serve(path: str | Path, *, port: int = 0, honour_keys: bool = False,
           notify: Callable[[str], None] | None = None, ready: Callable[[int], None] | None = None,
-          prefix: str = "") -> None:
-    """Run the service until the process is stopped; ``ready(port)`` is called once it listens."""
-    server = BillingServer(BillingService(path, honour_keys=honour_keys, notify=notify), port, prefix)
-    if ready:
-        ready(server.port)
+          prefix: str = "", hub_auth: Any = None, parent: int | None = None,
+          ip: str = LOOPBACK) -> None:
+    """Serve until SIGINT or SIGTERM (or, given ``parent``, until it is not this one's parent).
+
+    ``ready(port)`` is called once it listens; ``hub_auth`` (a ``HubAuth``) makes every caller show
+    a hub token. ``ip`` is 127.0.0.1 but in a container of its own (a cluster's pod: 0.0.0.0, with
+    ``hub_auth``).
+    """
+    billing = BillingService(path, honour_keys=honour_keys, notify=notify)
     try:
-        server.serve_forever()
+        sockets = _bind(port, ip)
+
+        async def main() -> None:
+            until = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            if threading.current_thread() is threading.main_thread():
+                for name in ("SIGINT", "SIGTERM"):
+                    loop.add_signal_handler(getattr(signal, name), until.set)
+            await _serving(billing, sockets, prefix, hub_auth, until, parent, ready)
+
+        asyncio.run(main())
     finally:
-        server.server_close()
-        server.billing.close()
+        billing.close()
 
 
 def serve_child(path: str, honour_keys: bool, notify: Callable[[str], None] | None, pipe: Any,
@@ -256,24 +244,41 @@ def start(path: str | Path, *, honour_keys: bool = False, notify: Callable[[str]
     return BillingProcess(process, port)
 
 
-STOP_GRACE = 2   # seconds a stopped command may take to close its socket and finish its requests
+def supervise(command: list[str]) -> int:
+    """Run ``command`` and start it again whenever it dies, until SIGINT or SIGTERM; then stop it
+    and return 0.
 
+    Each death is reaped at once (``wait``); a service that keeps dying is started again after
+    0.25, 0.5, ... 8 s.
+    """
+    stopping = threading.Event()
+    child: subprocess.Popen | None = None
 
-def _interrupt(signum: int, frame: Any) -> None:
-    """Stop serving; if closing takes longer than ``STOP_GRACE``, SIGALRM's default action ends the process
-    (every invoice was committed in its own transaction, so nothing recorded is lost)."""
-    if hasattr(signal, "alarm"):
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
-        signal.alarm(STOP_GRACE)
-    raise KeyboardInterrupt
+    def stop(signum: int, frame: Any) -> None:
+        stopping.set()
+        if child is not None and child.poll() is None:
+            child.terminate()
 
-
-def _stop_on_signals() -> None:
-    """SIGINT and SIGTERM stop the command at once, even where its parent started it with SIGINT ignored (a hub
-    stops its services with SIGINT, then SIGTERM)."""
     for name in ("SIGINT", "SIGTERM"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), _interrupt)
+        signal.signal(getattr(signal, name), stop)
+    delay = RESTART_DELAY
+    while not stopping.is_set():
+        child = subprocess.Popen(command)
+        began = time.monotonic()
+        code = child.wait()
+        if stopping.is_set():
+            break
+        print(f"billing service exited with status {code}; starting it again", file=sys.stderr,
+              flush=True)
+        delay = RESTART_DELAY if time.monotonic() - began > 30 else min(2 * delay, 8.0)
+        stopping.wait(delay)
+    if child is not None:
+        try:
+            child.wait(STOP_GRACE + 3)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+    return 0
 
 
 def billing_main(argv: list[str] | None = None) -> int:
@@ -284,21 +289,30 @@ def billing_main(argv: list[str] | None = None) -> int:
     run.add_argument("--port", type=int, default=0, help="0 picks a free port (printed on start)")
     run.add_argument("--honour-keys", action="store_true", help="recognize idempotency keys")
     run.add_argument("--prefix", default="", help="answer under this path too, e.g. /services/billing/")
+    run.add_argument("--hub-auth", action="store_true",
+                     help="every caller shows a hub token (a hub's service)")
+    run.add_argument("--restart", action="store_true",
+                     help="start the service again whenever it dies")
+    run.add_argument("--ip", default=LOOPBACK,
+                     help="the address to listen on (0.0.0.0 in a pod of its own)")
+    run.add_argument("--parent", type=int, default=None, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
+    if options.restart:
+        command = [sys.executable, "-m", "course.worlds.billing_http"] + \
+                  [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--restart"]
+        return supervise(command + ["--parent", str(os.getpid())])
 
     def ready(port: int) -> None:
         print(f"billing listening on {LOOPBACK}:{port}", flush=True)
 
-    _stop_on_signals()
-    try:
-        serve(options.db, port=options.port, honour_keys=options.honour_keys, ready=ready, prefix=options.prefix)
-    except KeyboardInterrupt:
-        pass
+    serve(options.db, port=options.port, honour_keys=options.honour_keys, ready=ready,
+          prefix=options.prefix, hub_auth=hub_auth_from_env() if options.hub_auth else None,
+          parent=options.parent, ip=options.ip)
     return 0
 
 
-__all__ = ["BillingProcess", "BillingServer", "IDLE_TIMEOUT", "LOOPBACK", "MAX_BODY",
-           "MAX_CONNECTIONS", "STUDENT_HEADER", "billing_main", "serve", "serve_child", "start"]
+__all__ = ["BillingProcess", "BillingServer", "IDLE_TIMEOUT", "LOOPBACK", "billing_main", "serve",
+           "serve_child", "start", "supervise"]
 
 
 if __name__ == "__main__":
