@@ -1,4 +1,6 @@
-"""Chapters 01-08: show a chapter with Voila, the projector view (text, outputs and live widgets, code hidden).
+"""Chapters 01-08 and chapter 05's class dashboard: a notebook in Voila, the projector view.
+
+Voila shows text, outputs and live widgets, and hides the code.
 
     python scripts/show_chapter.py notebooks/02_contracts_and_legality.ipynb
     python scripts/show_chapter.py notebooks/ --no-browser --port=8866     # other options go to Voila

@@ -23,6 +23,7 @@ course's way runs code and leaves no "eavesdropping" warning in the terminal) ru
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib.util
 import json
 import uuid
@@ -146,7 +147,10 @@ def test_a_kernel_started_the_courses_way_runs_code_and_the_terminal_stays_quiet
     try:
         status, kernel = lab.api("/api/kernels", method="POST")
         assert status == 201, kernel
-        printed = asyncio.run(asyncio.wait_for(run_in_kernel(lab, kernel["id"], "print(6 * 7)"), 120))
+        # in a thread of its own: a Playwright test in this process may already run an event loop here
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            printed = pool.submit(lambda: asyncio.run(asyncio.wait_for(
+                run_in_kernel(lab, kernel["id"], "print(6 * 7)"), 120))).result()
     finally:
         left = lab.stop()
     assert printed == "42\n"
