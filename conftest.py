@@ -1,4 +1,4 @@
-"""Chapters 01-09: a test run's temporary folders live in one folder of the run's own, removed when it ends.
+"""Chapters 01-09: a test run keeps its temporary folders in one folder, removed when it ends.
 
 A scene's scratch folder (``course.worlds.ScratchFolder``: ``chapter01-*``, ``exercise03-*``,
 ``exercise09-*``) is removed when its kernel exits. nbval does not let a notebook's kernel exit:

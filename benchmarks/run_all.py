@@ -1,8 +1,8 @@
 """Run every benchmark in this folder (bench_*.py), one after the other, and sum up their RESULT lines.
 
-    python benchmarks/run_all.py                      # every benchmark; the results in artifacts/benchmarks.json
-    python benchmarks/run_all.py --only import mcp    # just bench_import.py and bench_mcp.py
-    python scripts/write_readme_figures.py            # then README.md's table of measured figures, from that file
+    python benchmarks/run_all.py                    # all; results in artifacts/benchmarks.json
+    python benchmarks/run_all.py --only import mcp  # bench_import.py and bench_mcp.py only
+    python scripts/write_readme_figures.py          # then README.md's table, from that file
 
 Benchmarks are not tests: they print what they measure and always exit 0 when they ran;
 a missed aim is reported, not failed. Each runs in its own interpreter. The list is every
@@ -39,8 +39,8 @@ def parse_result(line: str) -> tuple[str, dict[str, str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", nargs="+", metavar="NAME", help="run bench_NAME.py only (several allowed)")
-    parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write the results")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only bench_NAME.py")
+    parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where the results go")
     options = parser.parse_args(argv)
     names = sorted(p.name for p in HERE.glob("bench_*.py"))
     if options.only:
@@ -50,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         results = json.loads(options.json.read_text(encoding="utf-8"))["results"]
     for name in names:
         print(f"=== {name}", flush=True)
-        done = subprocess.run([sys.executable, str(HERE / name)], cwd=HERE.parent, capture_output=True, text=True)
+        done = subprocess.run([sys.executable, str(HERE / name)], cwd=HERE.parent,
+                              capture_output=True, text=True)
         print(done.stdout, end="")
         if done.returncode != 0:
             print(done.stderr, end="", file=sys.stderr)
@@ -64,9 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     for line in lines:
         print("  " + line.removeprefix("RESULT "))
     options.json.parent.mkdir(parents=True, exist_ok=True)
-    machine = {"python": platform.python_version(), "system": platform.system(), "cpus": os.cpu_count(),
+    machine = {"python": platform.python_version(), "system": platform.system(),
+               "cpus": os.cpu_count(),
                "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    options.json.write_text(json.dumps({"machine": machine, "results": results}, indent=1) + "\n", encoding="utf-8")
+    written = json.dumps({"machine": machine, "results": results}, indent=1)
+    options.json.write_text(written + "\n", encoding="utf-8")
     print(f"results: {options.json}")
     if broken:
         print("benchmarks that crashed: " + ", ".join(broken), file=sys.stderr)

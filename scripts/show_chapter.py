@@ -3,7 +3,7 @@
 Voila shows text, outputs and live widgets, and hides the code.
 
     python scripts/show_chapter.py notebooks/02_contracts_and_legality.ipynb
-    python scripts/show_chapter.py notebooks/ --no-browser --port=8866     # other options go to Voila
+    python scripts/show_chapter.py notebooks/ --no-browser --port=8866   # options go to Voila
 
 This is ``voila``, run in this very process (Ctrl+C reaches the server, which shuts its kernels
 down), with two of the course's settings before any given on the command line:
@@ -22,13 +22,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from open_course import ROOT, SETTINGS, kernel_options  # noqa: E402  (the launcher beside this script)
+from open_course import ROOT, SETTINGS, kernel_options  # noqa: E402  (the launcher beside this one)
 
 TEMPLATE = "course"
 
 
 def template_root(root: Path = ROOT) -> Path:
-    """The folder that holds ``voila/templates/course/`` (a Jupyter data folder of the course's own)."""
+    """The Jupyter data folder of the course's own, which holds ``voila/templates/course/``."""
     return root / SETTINGS
 
 
@@ -45,9 +45,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         from voila.app import Voila
     except ImportError:
-        sys.exit('show_chapter: Voila is not installed in this Python; run `python -m pip install -e ".[test]"`')
-    os.environ["JUPYTER_PATH"] = os.pathsep.join(
-        [str(template_root())] + [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p])
+        sys.exit("show_chapter: Voila is not installed in this Python; "
+                 'run `python -m pip install -e ".[test]"`')
+    others = [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]
+    os.environ["JUPYTER_PATH"] = os.pathsep.join([str(template_root()), *others])
     Voila.launch_instance(argv=show_options() + args)
 
 

@@ -199,7 +199,8 @@ def test_every_module_the_course_names_exists():
 
 def test_the_contributing_map_lists_every_module():
     text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(?:toolkit|course)/(\w+)/`[^|]*\|[^|]*\|(.*)\|$", text, re.M)}
+    row = r"^\| `(?:toolkit|course)/(\w+)/`[^|]*\|[^|]*\|(.*)\|$"
+    rows = {m.group(1): m.group(2) for m in re.finditer(row, text, re.M)}
     assert set(rows) == set(RANK) - {"_"}
     missing = [f"{part}/{p.stem}" for part in rows if part != "present"
                for p in ((COURSE if part == "worlds" else PACKAGE) / part).glob("*.py") if p.name != "__init__.py" and f"`{p.stem}`" not in rows[part]]

@@ -335,15 +335,16 @@ class Lab:
 
 
 class Voila:
-    """``python scripts/show_chapter.py notebooks/<name>.ipynb --no-browser``: one notebook as an app, code hidden."""
+    """``python scripts/show_chapter.py notebooks/<name>.ipynb --no-browser``: projector view."""
 
     def __init__(self, course: Path, name: str, base: Path, timeout: float = 90.0):
         self.port, self.token = free_port(), secrets.token_hex(16)
         self.url = f"http://127.0.0.1:{self.port}/?token={self.token}"
         folder = base / f"voila-{name}"
         folder.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "scripts/show_chapter.py", f"notebooks/{name}.ipynb", "--no-browser",
-                "--Voila.ip=127.0.0.1", f"--port={self.port}", f"--token={self.token}",
+        argv = [sys.executable, "scripts/show_chapter.py", f"notebooks/{name}.ipynb",
+                "--no-browser", "--Voila.ip=127.0.0.1", f"--port={self.port}",
+                f"--token={self.token}",
                 "--show_tracebacks=True"]                     # a failing cell says why, on the page
         self.argv = argv
         self.process = ManagedProcess("voila", argv, course, jupyter_env(folder), folder / "voila.log")

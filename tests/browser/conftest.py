@@ -8,7 +8,7 @@
 * JupyterLab is started by the README's "open the course" command (``scripts/open_course.py``);
   its one shared tab records every address it requests (``lab_requests``).
 * Screenshots, ``latency.json`` and ``first_run.json`` go to ``$BROWSER_ARTIFACTS`` (default:
-  ``artifacts/browser/`` in the repository, which git ignores), named in the summary at the end of the run.
+  ``artifacts/browser/`` in the repository, which git ignores), named at the end of the run.
 """
 from __future__ import annotations
 

@@ -114,7 +114,7 @@ def test_the_course_settings_are_valid_jupyterlab_settings():
 
 
 def kernel_stderr(tmp_path: Path, **manager) -> str:
-    """What a Python kernel started by a bare KernelManager (with ``manager``'s settings) prints on stderr."""
+    """What a kernel started by a KernelManager with ``manager``'s settings prints on stderr."""
     from jupyter_client import KernelManager
 
     with open(tmp_path / "kernel.err", "wb") as err:
@@ -125,7 +125,8 @@ def kernel_stderr(tmp_path: Path, **manager) -> str:
             client.start_channels()
             try:
                 client.wait_for_ready(timeout=120)
-                assert client.execute_interactive("x = 6 * 7", timeout=60)["content"]["status"] == "ok"
+                reply = client.execute_interactive("x = 6 * 7", timeout=60)
+                assert reply["content"]["status"] == "ok"
             finally:
                 client.stop_channels()
         finally:
@@ -134,20 +135,20 @@ def kernel_stderr(tmp_path: Path, **manager) -> str:
 
 
 def test_kernel_keys_are_what_silences_the_eavesdropping_warning(tmp_path):
-    """The control: without keys from its manager the kernel warns; with them (the course's setting) it does not."""
+    """The control: a kernel without keys from its manager warns; one with them does not."""
     assert EAVESDROPPING in kernel_stderr(tmp_path)
     given = dict(option.split("=", 1) for option in launcher().kernel_options())
     assert given == {"--KernelManager.transport_encryption": "auto"}
     assert EAVESDROPPING not in kernel_stderr(tmp_path, transport_encryption="auto")
 
 
-def test_a_kernel_started_the_courses_way_runs_code_and_the_terminal_stays_quiet(course: Path, scratch: Path):
-    """The README's command serves the course; a kernel it starts answers over its (encrypted) sockets."""
+def test_a_kernel_started_the_courses_way_runs_code_quietly(course: Path, scratch: Path):
+    """The README's command serves the course; a kernel it starts answers over encrypted sockets."""
     lab = harness.Lab(course, scratch / "quiet-lab")
     try:
         status, kernel = lab.api("/api/kernels", method="POST")
         assert status == 201, kernel
-        # in a thread of its own: a Playwright test in this process may already run an event loop here
+        # in a thread of its own: a Playwright test may already run an event loop in this one
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             printed = pool.submit(lambda: asyncio.run(asyncio.wait_for(
                 run_in_kernel(lab, kernel["id"], "print(6 * 7)"), 120))).result()
@@ -164,7 +165,8 @@ async def run_in_kernel(lab, kernel_id: str, code: str) -> str:
     """Run ``code`` through the server's websocket, as a notebook tab does; what it printed."""
     from tornado.websocket import websocket_connect
 
-    socket = await websocket_connect(f"ws://127.0.0.1:{lab.port}/api/kernels/{kernel_id}/channels?token={lab.token}")
+    address = f"ws://127.0.0.1:{lab.port}/api/kernels/{kernel_id}/channels?token={lab.token}"
+    socket = await websocket_connect(address)
     msg_id = uuid.uuid4().hex
     socket.write_message(json.dumps({
         "header": {"msg_id": msg_id, "username": "test", "session": uuid.uuid4().hex, "date": "",
