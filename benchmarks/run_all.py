@@ -11,7 +11,9 @@ read_file, backoff, browser, ...): a new benchmark joins by its file name.
 
 Each ``RESULT name value aim<=X ok`` line a benchmark prints becomes one entry of the JSON file
 (``--json PATH``, default ``artifacts/benchmarks.json``, which git ignores): ``{"results": {name:
-{"value": ..., "aim": ..., "verdict": ...}}, "machine": {...}}``, the numbers as printed.
+{"value": ..., "aim": ..., "verdict": ...}}, "machine": {...}}``, the numbers as printed. The
+machine's entry notes its load average when the run started: wall-clock figures (the hostile
+calls, the browser, the class hub) run slower on a machine that is busy with other work.
 """
 from __future__ import annotations
 
@@ -46,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     if options.only:
         names = [n for n in names if n.removeprefix("bench_").removesuffix(".py") in options.only]
     results, broken, lines = {}, [], []
+    # the machine's load when the run starts: other work slows the wall-clock figures
+    load = round(os.getloadavg()[0], 1) if hasattr(os, "getloadavg") else None
     if options.only and options.json.is_file():     # a partial run updates the figures it measured
         results = json.loads(options.json.read_text(encoding="utf-8"))["results"]
     for name in names:
@@ -66,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         print("  " + line.removeprefix("RESULT "))
     options.json.parent.mkdir(parents=True, exist_ok=True)
     machine = {"python": platform.python_version(), "system": platform.system(),
-               "cpus": os.cpu_count(),
+               "cpus": os.cpu_count(), "load_at_start": load,
                "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     written = json.dumps({"machine": machine, "results": results}, indent=1)
     options.json.write_text(written + "\n", encoding="utf-8")

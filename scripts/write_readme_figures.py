@@ -81,8 +81,10 @@ def table(run: dict) -> str:
             cell = MISSING
         rows.append(f"| {what} | {cell} | {aim} |")
     machine = run.get("machine", {})
-    source = (f"{SOURCE} ({machine.get('cpus', '?')} cores, Python {machine.get('python', '?')}, "
-              f"finished {machine.get('finished', '?')}).")
+    load = machine.get("load_at_start")
+    busy = f", load average {load} when it started" if load is not None else ""
+    source = (f"{SOURCE} ({machine.get('cpus', '?')} cores{busy}, "
+              f"Python {machine.get('python', '?')}, finished {machine.get('finished', '?')}).")
     return "\n".join([HEADER, *rows, "", source])
 
 

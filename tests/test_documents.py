@@ -142,13 +142,14 @@ def test_the_readme_figures_are_well_formed():
 
 def test_the_figures_script_writes_what_its_check_accepts(tmp_path):
     figures = load("scripts/write_readme_figures.py")
-    run = {"machine": {"cpus": 2, "python": "3.11.7", "finished": "today"},
+    run = {"machine": {"cpus": 2, "python": "3.11.7", "finished": "today", "load_at_start": 0.4},
            "results": {"import_ratio": {"value": "0.061"}, "legality_ratio": {"value": "1.340"}}}
     written = figures.table(run)
     assert figures.problems(written) == []
     assert "| `import toolkit` vs `import pydantic, jsonschema` | 0.061x | at most 1.2x |" in (
         written)
     assert "| worst hostile stream | not measured | under 1 s, 50 MB |" in written
+    assert "(2 cores, load average 0.4 when it started, Python 3.11.7, finished today)." in written
     broken = written.replace("| 0.061x |", "|  |").replace("| benchmark |", "| what |")
     assert len(figures.problems(broken)) == 2
     assert figures.problems("\n".join(written.splitlines()[:-3])) != []
