@@ -94,6 +94,17 @@ c.ConfigurableHTTPProxy.pid_file = str(state / "jupyterhub-proxy.pid")
 c.JupyterHub.authenticator_class = "shared-password"
 c.SharedPasswordAuthenticator.user_password = password
 c.Authenticator.allow_all = True          # any name with the class's password; each name is one student
+# The login page says what to type, and what a student's folder holds: the start page speaks of
+# solutions/, which stays with the instructor (a student's folder gets STUDENT_COPY only).
+LOGIN_NOTE = (
+    "<strong>Username:</strong> any name you choose (your first name will do); the same name "
+    "brings back your own folder next time, and the class's tally counts you under it. "
+    "<strong>Password:</strong> the class password your instructor gives you.<br>"
+    "Your folder holds the chapters (<code>notebooks/</code>) and the exercises "
+    "(<code>exercises/</code>). The worked solutions the start page mentions "
+    "(<code>solutions/</code>) are not on this hub: your instructor shares them after the "
+    "exercises.")
+c.JupyterHub.template_vars = {"announcement_login": LOGIN_NOTE}
 
 # ---------------------------------------------------------------- each student's server
 c.JupyterHub.spawner_class = "simple"

@@ -152,7 +152,8 @@ def test_class_and_function_names_are_unique_across_the_package():
 
 def prose_files() -> list[Path]:
     return (sorted(ROOT.glob("notebooks/*.ipynb")) + sorted(ROOT.glob("solutions/*.ipynb"))
-            + sorted(ROOT.glob("exercises/*.ipynb")) + [ROOT / "README.md", ROOT / "INSTRUCTORS.md"]
+            + sorted(ROOT.glob("exercises/*.ipynb"))
+            + [ROOT / "README.md", ROOT / "INSTRUCTORS.md", ROOT / "CONTRIBUTING.md"]
             + sorted(ROOT.glob("benchmarks/*.md")))
 
 
@@ -196,9 +197,10 @@ def test_every_module_the_course_names_exists():
     assert missing == []
 
 
-def test_the_readme_map_lists_every_module():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `(?:toolkit|course)/(\w+)/`[^|]*\|[^|]*\|(.*)\|$", readme, re.M)}
+def test_the_contributing_map_lists_every_module():
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    row = r"^\| `(?:toolkit|course)/(\w+)/`[^|]*\|[^|]*\|(.*)\|$"
+    rows = {m.group(1): m.group(2) for m in re.finditer(row, text, re.M)}
     assert set(rows) == set(RANK) - {"_"}
     missing = [f"{part}/{p.stem}" for part in rows if part != "present"
                for p in ((COURSE if part == "worlds" else PACKAGE) / part).glob("*.py") if p.name != "__init__.py" and f"`{p.stem}`" not in rows[part]]

@@ -15,7 +15,9 @@ The browser tests drive the course in a real headless Chromium, so they need rea
   ``--no-browser`` the server is given a "browser" that only records the address it was asked
   to open, so a test can open exactly what a learner's browser would. ``Lab(..., command=PLAIN_LAB)``
   runs a bare ``python -m jupyter lab`` instead (what the course's settings are compared with).
-* ``Voila(course, name, base)`` runs ``voila notebooks/<name>.ipynb --no-browser``: the projector view.
+* ``Voila(course, name, base)`` runs INSTRUCTORS.md's projector command from the copy's root,
+  ``python scripts/show_chapter.py notebooks/<name>.ipynb --no-browser``: Voila with the course's
+  template and kernel settings.
 
 Cleanup does not rely on the process tree. Every process started here gets its own marker in
 its environment, which the kernels it launches inherit (a kernel runs in its own session, so
@@ -333,15 +335,16 @@ class Lab:
 
 
 class Voila:
-    """``voila notebooks/<name>.ipynb --no-browser``: one notebook as an app, code hidden."""
+    """``python scripts/show_chapter.py notebooks/<name>.ipynb --no-browser``: projector view."""
 
     def __init__(self, course: Path, name: str, base: Path, timeout: float = 90.0):
         self.port, self.token = free_port(), secrets.token_hex(16)
         self.url = f"http://127.0.0.1:{self.port}/?token={self.token}"
         folder = base / f"voila-{name}"
         folder.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "voila", f"notebooks/{name}.ipynb", "--no-browser",
-                "--Voila.ip=127.0.0.1", f"--port={self.port}", f"--token={self.token}",
+        argv = [sys.executable, "scripts/show_chapter.py", f"notebooks/{name}.ipynb",
+                "--no-browser", "--Voila.ip=127.0.0.1", f"--port={self.port}",
+                f"--token={self.token}",
                 "--show_tracebacks=True"]                     # a failing cell says why, on the page
         self.argv = argv
         self.process = ManagedProcess("voila", argv, course, jupyter_env(folder), folder / "voila.log")

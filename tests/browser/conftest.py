@@ -7,15 +7,14 @@
   Teardown fails the run if any process they started is still alive.
 * JupyterLab is started by the README's "open the course" command (``scripts/open_course.py``);
   its one shared tab records every address it requests (``lab_requests``).
-* Screenshots, ``latency.json`` and ``first_run.json`` go to ``$BROWSER_ARTIFACTS`` (default: a
-  new temporary folder, named in the summary at the end of the run).
+* Screenshots, ``latency.json`` and ``first_run.json`` go to ``$BROWSER_ARTIFACTS`` (default:
+  ``artifacts/browser/`` in the repository, which git ignores), named at the end of the run.
 """
 from __future__ import annotations
 
 import os
 import secrets
 import signal
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,9 +24,12 @@ import browser_harness as harness
 from widget_driver import FIRST_RUN, LATENCY
 
 REQUIRE_BROWSER = os.environ.get("REQUIRE_BROWSER") == "1"
+#: Where screenshots go without ``BROWSER_ARTIFACTS`` (README.md and INSTRUCTORS.md say so).
+DEFAULT_ARTIFACTS = harness.ROOT / "artifacts" / "browser"
 VIEWPORT = {"width": 1280, "height": 900}
 
 _ARTIFACTS: list[Path] = []
+_STARTED = time.time()           # a latency.json older than this run is an earlier run's
 
 
 def require(reason: str | None) -> None:
@@ -39,9 +41,14 @@ def require(reason: str | None) -> None:
     pytest.skip(f"browser test skipped: {reason}")
 
 
+def artifacts_folder() -> Path:
+    """``$BROWSER_ARTIFACTS``, else ``artifacts/browser/`` in the repository."""
+    return Path(os.environ.get("BROWSER_ARTIFACTS") or DEFAULT_ARTIFACTS)
+
+
 @pytest.fixture(scope="session")
 def artifacts() -> Path:
-    folder = Path(os.environ.get("BROWSER_ARTIFACTS") or tempfile.mkdtemp(prefix="browser-artifacts-"))
+    folder = artifacts_folder()
     folder.mkdir(parents=True, exist_ok=True)
     if not _ARTIFACTS:
         _ARTIFACTS.append(folder)
@@ -158,9 +165,8 @@ def _latency_rows() -> dict:
     """This process's latency rows, or (in the controller of an ``-n 2`` run) the workers' ``latency.json``."""
     if LATENCY:
         return LATENCY
-    folder = os.environ.get("BROWSER_ARTIFACTS")
-    saved = Path(folder) / "latency.json" if folder else None
-    if saved is not None and saved.exists():
+    saved = artifacts_folder() / "latency.json"
+    if saved.exists() and saved.stat().st_mtime >= _STARTED:
         import json
 
         return json.loads(saved.read_text(encoding="utf-8"))
@@ -181,5 +187,4 @@ def pytest_terminal_summary(terminalreporter) -> None:
         for name, row in sorted(rows.items()):
             write(f"{front_end:<6} {name:<36} median {row['median_ms']:>6.1f} ms   worst {row['worst_ms']:>6.1f} ms"
                   f"   ({row['clicks']} clicks on {row['control']!r})")
-    if _ARTIFACTS:
-        write(f"screenshots and latency.json: {_ARTIFACTS[0]}")
+    write(f"screenshots and latency.json: {_ARTIFACTS[0] if _ARTIFACTS else artifacts_folder()}")

@@ -17,12 +17,16 @@ so the page shows what a learner's first run shows:
   (``first_run.json`` in the artifacts folder, and the summary at the end of the run).
 
 The checks that need no browser (what README.md and INSTRUCTORS.md say, what the launcher passes
-to JupyterLab, that the course's settings are valid JupyterLab settings) run on every machine.
+to JupyterLab, that the course's settings are valid JupyterLab settings, that a kernel started the
+course's way runs code and leaves no "eavesdropping" warning in the terminal) run on every machine.
 """
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import importlib.util
 import json
+import uuid
 import os
 import re
 import time
@@ -40,6 +44,8 @@ NEWS_PROMPT = "Would you like to get notified about official Jupyter news?"
 START_PAGE = "notebooks/00_start_here.ipynb"
 FIRST_CHAPTER = "notebooks/01_a_request_is_not_an_action.ipynb"
 FIRST_EXERCISE = "exercises/01_read_file_hands_on.ipynb"
+#: ipykernel's warning at every start of a kernel whose sockets are not encrypted.
+EAVESDROPPING = "susceptible to eavesdropping"
 #: How long to watch for a pop-up after JupyterLab has restored its layout; a bare JupyterLab
 #: shows the news prompt about 0.7 s after that (measured here).
 WATCH_S = 4.0
@@ -87,7 +93,8 @@ def test_the_launcher_roots_the_course_and_lands_on_the_start_page(monkeypatch):
     assert given == {"--ServerApp.root_dir": str(ROOT),
                      "--LabApp.default_url": f"/lab/tree/{START_PAGE}",
                      "--LabApp.app_settings_dir": str(ROOT / "lab-settings"),
-                     "--LabApp.check_for_updates_class": "jupyterlab.NeverCheckForUpdate"}
+                     "--LabApp.check_for_updates_class": "jupyterlab.NeverCheckForUpdate",
+                     "--KernelManager.transport_encryption": "auto"}
     assert (ROOT / START_PAGE).is_file()
     from jupyterlab import NeverCheckForUpdate  # noqa: F401  (the class the server is told to use exists)
 
@@ -104,6 +111,81 @@ def test_the_course_settings_are_valid_jupyterlab_settings():
         package, name = plugin.split(":")
         schema = json.loads((Path(get_app_dir()) / "schemas" / package / f"{name}.json").read_text(encoding="utf-8"))
         jsonschema.validate(values, schema)
+
+
+def kernel_stderr(tmp_path: Path, **manager) -> str:
+    """What a kernel started by a KernelManager with ``manager``'s settings prints on stderr."""
+    from jupyter_client import KernelManager
+
+    with open(tmp_path / "kernel.err", "wb") as err:
+        km = KernelManager(kernel_name="python3", **manager)
+        km.start_kernel(stderr=err)
+        try:
+            client = km.client()
+            client.start_channels()
+            try:
+                client.wait_for_ready(timeout=120)
+                reply = client.execute_interactive("x = 6 * 7", timeout=60)
+                assert reply["content"]["status"] == "ok"
+            finally:
+                client.stop_channels()
+        finally:
+            km.shutdown_kernel()
+    return (tmp_path / "kernel.err").read_text(encoding="utf-8", errors="replace")
+
+
+def test_kernel_keys_are_what_silences_the_eavesdropping_warning(tmp_path):
+    """The control: a kernel without keys from its manager warns; one with them does not."""
+    assert EAVESDROPPING in kernel_stderr(tmp_path)
+    given = dict(option.split("=", 1) for option in launcher().kernel_options())
+    assert given == {"--KernelManager.transport_encryption": "auto"}
+    assert EAVESDROPPING not in kernel_stderr(tmp_path, transport_encryption="auto")
+
+
+def test_a_kernel_started_the_courses_way_runs_code_quietly(course: Path, scratch: Path):
+    """The README's command serves the course; a kernel it starts answers over encrypted sockets."""
+    lab = harness.Lab(course, scratch / "quiet-lab")
+    try:
+        status, kernel = lab.api("/api/kernels", method="POST")
+        assert status == 201, kernel
+        # in a thread of its own: a Playwright test may already run an event loop in this one
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            printed = pool.submit(lambda: asyncio.run(asyncio.wait_for(
+                run_in_kernel(lab, kernel["id"], "print(6 * 7)"), 120))).result()
+    finally:
+        left = lab.stop()
+    assert printed == "42\n"
+    log = lab.process.log_path.read_text(encoding="utf-8", errors="replace")
+    assert "Kernel started" in log
+    assert EAVESDROPPING not in log, f"the terminal shows ipykernel's warning:\n{log[-2000:]}"
+    assert not left, f"processes outlived JupyterLab: {[harness.command_line(p) for p in left]}"
+
+
+async def run_in_kernel(lab, kernel_id: str, code: str) -> str:
+    """Run ``code`` through the server's websocket, as a notebook tab does; what it printed."""
+    from tornado.websocket import websocket_connect
+
+    address = f"ws://127.0.0.1:{lab.port}/api/kernels/{kernel_id}/channels?token={lab.token}"
+    socket = await websocket_connect(address)
+    msg_id = uuid.uuid4().hex
+    socket.write_message(json.dumps({
+        "header": {"msg_id": msg_id, "username": "test", "session": uuid.uuid4().hex, "date": "",
+                   "msg_type": "execute_request", "version": "5.3"},
+        "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+        "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
+                    "allow_stdin": False, "stop_on_error": True}}))
+    printed = ""
+    try:
+        while True:
+            message = json.loads(await socket.read_message())
+            if message.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if message["msg_type"] == "stream":
+                printed += message["content"]["text"]
+            if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+                return printed
+    finally:
+        socket.close()
 
 
 # ------------------------------------------------------------------ in the browser
