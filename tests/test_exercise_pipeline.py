@@ -369,7 +369,7 @@ MISTAKES = [
     ("01_read_file_hands_on", "the stream's stop reason is ignored",
      "for i in assembler.finish(stop_reason)]", 'for i in assembler.finish("tool_calls")]',
      "the JSON looks whole, but no completion signal came"),
-    ("02_send_email_contract", "extra fields allowed", ',\n              "additionalProperties": False}', "}",
+    ("02_send_email_contract", "extra fields allowed", ', "additionalProperties": False}', "}",
      "extra fields must be refused"),
     ("02_send_email_contract", "a message called safe to retry with a key",
      "retry = tk.Retry.UNSAFE", "retry = tk.Retry.SAFE_WITH_KEY", "a retry of send_email sends a second message"),
