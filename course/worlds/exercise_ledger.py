@@ -125,8 +125,9 @@ def _outcome(folder: Path, count: int) -> tuple[list[str], list[Any]]:
 
 
 def _unwritten(answers: list[Any]) -> None:
-    """Raise ``NotImplementedError`` here, in the notebook, when an attempt met the student's unwritten stub."""
-    if any(isinstance(a, dict) and str(a.get("raised", "")).startswith("NotImplementedError") for a in answers):
+    """Raise ``NotImplementedError`` here, in the notebook, when an attempt met the stub."""
+    stub = "NotImplementedError"
+    if any(isinstance(a, dict) and str(a.get("raised", "")).startswith(stub) for a in answers):
         raise NotImplementedError("the function the attempts ran is not written yet")
 
 
@@ -139,12 +140,14 @@ def _fork_context() -> Any:
     return process_context("fork")      # the child inherits the functions defined in the notebook
 
 
-def attempts_at_every_point(create: Callable, points: Any = tuple(CRASH_POINTS), retry_arguments: dict = ORDER,
+def attempts_at_every_point(create: Callable, points: Any = tuple(CRASH_POINTS),
+                            retry_arguments: dict = ORDER,
                             fingerprint: Callable = fingerprint) -> dict[str, dict[str, Any]]:
     """``attempts`` at each of ``points``, all played at the same time (each in its own folder): point -> outcome."""
     ctx = _fork_context()
     if len(points) > 1:                # every attempt starts from one child process
-        outcomes = in_one_child(_attempts_side_by_side, create, tuple(points), retry_arguments, ctx, fingerprint)
+        outcomes = in_one_child(_attempts_side_by_side, create, tuple(points), retry_arguments, ctx,
+                                fingerprint)
     else:
         outcomes = _attempts_side_by_side(create, tuple(points), retry_arguments, ctx, fingerprint)
     _unwritten([outcome[which] for outcome in outcomes.values() for which in ("first", "answer")])
@@ -160,7 +163,8 @@ def _attempts_side_by_side(create: Callable, points: tuple, retry_arguments: dic
         for point in points:
             folders[point] = Path(tempfile.mkdtemp(prefix="exercise05-"))
             _books(folders[point])
-            firsts[point] = _attempt_child(ctx, create, folders[point], ORDER, point, 1, fingerprint_of)
+            firsts[point] = _attempt_child(ctx, create, folders[point], ORDER, point, 1,
+                                           fingerprint_of)
         for point in points:                      # each retry starts as soon as its own first attempt is over
             reap(firsts[point], 30)
             retries[point] = _attempt_child(ctx, create, folders[point], retry_arguments, "none", 2,
@@ -179,8 +183,8 @@ def _attempts_side_by_side(create: Callable, points: tuple, retry_arguments: dic
     return outcomes
 
 
-def _attempt_child(ctx: Any, create: Callable, folder: Path, arguments: dict, point: str, number: int,
-                   fingerprint_of: Callable) -> Any:
+def _attempt_child(ctx: Any, create: Callable, folder: Path, arguments: dict, point: str,
+                   number: int, fingerprint_of: Callable) -> Any:
     child = ctx.Process(target=_ledger_attempt,
                         args=(create, str(folder), arguments, point, number, (), fingerprint_of))
     child.start()
@@ -224,8 +228,8 @@ def race_requests(create: Callable, fingerprint: Callable = fingerprint) -> dict
         for number in (1, 2):
             mine, theirs = flags[number - 1], flags[2 - number]
             children.append(ctx.Process(target=_ledger_attempt,
-                                        args=(create, str(folder), ORDER, "none", number, (mine, theirs),
-                                              fingerprint)))
+                                        args=(create, str(folder), ORDER, "none", number,
+                                              (mine, theirs), fingerprint)))
         for child in children:
             child.start()
         for child in children:

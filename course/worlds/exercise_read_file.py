@@ -1,4 +1,4 @@
-"""Chapter 01: exercise 01's given results, and the one-line verdict every exercise's check cells give.
+"""Chapter 01: exercise 01's given results, and the one-line verdict of every exercise's checks.
 
 The student writes the executor's order (a complete call, then its shape, then
 its path, then the read) and the stream's gate; what is plumbing is here:
@@ -28,7 +28,7 @@ from toolkit.kernel import FailureClass, Status, ToolError, ToolResult
 
 
 class CheckFailed(AssertionError):
-    """A check's verdict: IPython shows its one line (``_render_traceback_``) instead of a traceback."""
+    """A check's verdict: IPython shows its one line (``_render_traceback_``), not a traceback."""
 
     def _render_traceback_(self) -> list[str]:
         return [f"Check failed: {self}"]
@@ -36,7 +36,7 @@ class CheckFailed(AssertionError):
 
 @contextmanager
 def checking(part: str) -> Iterator[None]:
-    """Run a check cell's body; whatever stops it becomes one ``CheckFailed`` line about ``part``."""
+    """Run a check cell's body; whatever stops it becomes one ``CheckFailed`` line on ``part``."""
     try:
         yield
     except CheckFailed:
@@ -44,17 +44,18 @@ def checking(part: str) -> Iterator[None]:
     except AssertionError as exc:
         raise CheckFailed(f"{part}: {exc}") from None
     except NotImplementedError:
-        raise CheckFailed(f"{part} is not done yet: write the cell that still says "
-                          "`raise NotImplementedError()`, run it, then run this check again") from None
+        raise CheckFailed(f"{part} is not done yet: write the cell that still says `raise "
+                          "NotImplementedError()`, run it, then run this check again") from None
     except NameError as exc:
-        raise CheckFailed(f"{part} is not done yet: {getattr(exc, 'name', None) or exc} is not defined; run "
-                          "the cells above this one (and finish the ones you were asked to write)") from None
+        missing = getattr(exc, "name", None) or exc
+        raise CheckFailed(f"{part} is not done yet: {missing} is not defined; run the cells above "
+                          "this one (and finish the ones you were asked to write)") from None
     except Exception as exc:
         raise CheckFailed(f"{part}: your code raised {type(exc).__name__}: {exc}") from None
 
 
 def _failure_class(value: Any) -> Any:
-    """A ``FailureClass`` from itself, its value or its name (``"schema"``, ``"SCHEMA"``); else unchanged."""
+    """A ``FailureClass`` from itself, its value or name (``"schema"``, ``"SCHEMA"``) or as is."""
     if isinstance(value, FailureClass) or not isinstance(value, str):
         return value
     for klass in FailureClass:
@@ -73,7 +74,8 @@ def _errors(errors: Any) -> tuple[ToolError, ...]:
         items = tuple(errors)
     except TypeError:
         items = (errors,)
-    return tuple(e if isinstance(e, ToolError) else ToolError("rejected", "$", str(e)) for e in items)
+    return tuple(e if isinstance(e, ToolError) else ToolError("rejected", "$", str(e))
+                 for e in items)
 
 
 def rejected(failure_class: Any, errors: Any, call_id: str) -> ToolResult:
@@ -84,7 +86,7 @@ def rejected(failure_class: Any, errors: Any, call_id: str) -> ToolResult:
 
 
 def _bytes(data: Any) -> bytes:
-    """The bytes of ``data``: bytes as they are, text as UTF-8, a ``FileRead`` its ``.data``, nothing as b""."""
+    """``data`` as bytes: text as UTF-8, a ``FileRead`` its ``.data``, None as b""."""
     data = getattr(data, "data", data)
     if data is None:
         return b""
