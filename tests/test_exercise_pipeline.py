@@ -7,10 +7,11 @@
 * the generator gives what nbgrader's own ``ClearSolutions`` and ``ClearOutput`` give, on every solution, and
   the solutions carry the metadata ``nbgrader generate_assignment`` needs (solution cells, graded check cells);
 * checks that teach: each common mistake a check's hint names, written into the solution, stops in that check
-  with exactly that hint (a ``CheckFailed``, never a raw exception), and a second correct style passes;
-* the exercises as shipped speak only in check messages: run untouched, every check cell ends in one line
-  that says its part is not done yet, and no cell shows a traceback; the given helpers take a student's
-  plausible wrong input without raising.
+  with exactly that hint (a ``CheckFailed``, never a raw exception), and a second correct style
+  passes;
+* the exercises as shipped speak only in check messages: run untouched, every check cell ends in one
+  line that says its part is not done yet, and no cell shows a traceback; the given helpers take a
+  student's plausible wrong input without raising.
 """
 from __future__ import annotations
 
@@ -305,7 +306,7 @@ EX01_LEXICAL = '''try:
         base = os.path.abspath(tree.ws)
         full = os.path.abspath(os.path.join(base, path))
         if os.path.commonpath([base, full]) != base or os.path.islink(full):
-            refused = tk.ToolError("path_refused", "$.path", "the path leads outside the workspace", received=path)
+            refused = tk.ToolError("path_refused", "$.path", "outside the workspace", received=path)
             return rejected(tk.FailureClass.AUTHORIZATION, [refused], call.call_id)
         with open(full, "rb") as handle:
             return succeeded(call, handle.read())
@@ -314,8 +315,10 @@ EX01_LEXICAL = '''try:
         return rejected(tk.FailureClass.PRECONDITION, [missing], call.call_id)
     ### END SOLUTION'''
 EX01_STREAM = "    return [execute(i) if isinstance(i, tk.ToolCall) else i.result for i in assembler.finish(stop_reason)]"
-EX05_CANONICAL = 'text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)'
+EX05_CANONICAL = ('text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), '
+                  'ensure_ascii=False)')
 EX05_COMPARE = 'found["fingerprint"] != fingerprint_of(arguments)'
+EX02_RULE = 'lambda args, world: args["to"] in world'
 EX08_GATE = '        if not self.finished or self.stop_reason not in ("tool_calls", "stop"):\n'
 EX05_OUTSIDE = '''    found = find(conn, arguments["idempotency_key"])
     if found:
@@ -351,9 +354,10 @@ MISTAKES = [
      "the path check must refuse BEFORE anything is opened"),
     ("01_read_file_hands_on", "a path judged as text only (links followed)", EX01_LADDER, EX01_TEXT_ONLY,
      "a link whose target lies outside the workspace"),
-    ("01_read_file_hands_on", "lexical containment, a link refused only as the last part", EX01_LADDER,
-     EX01_LEXICAL, "any part of a path can be a link"),
-    ("01_read_file_hands_on", "only 'tool_calls' completes a stream", "for i in assembler.finish(stop_reason)]",
+    ("01_read_file_hands_on", "lexical containment, a link refused only as the last part",
+     EX01_LADDER, EX01_LEXICAL, "any part of a path can be a link"),
+    ("01_read_file_hands_on", "only 'tool_calls' completes a stream",
+     "for i in assembler.finish(stop_reason)]",
      'for i in assembler.finish(stop_reason if stop_reason == "tool_calls" else None)]',
      "a stream that stopped with 'stop' is complete too"),
     ("01_read_file_hands_on", "a Preview is treated as a call",
@@ -377,16 +381,16 @@ MISTAKES = [
      "lambda args, world: args[\"to\"] in world", "lambda world, args: args[\"to\"] in world",
      "it is called as predicate(args, world)"),
     ("02_send_email_contract", "a recipient judged by how its address ends",
-     'lambda args, world: args["to"] in world', 'lambda args, world: args["to"].endswith("example.org")',
+     EX02_RULE, 'lambda args, world: args["to"].endswith("example.org")',
      "merely ENDS like an allowed domain"),
     ("02_send_email_contract", "a recipient judged by a piece of its text",
-     'lambda args, world: args["to"] in world', 'lambda args, world: args["to"].split("@")[0] in ("ops", "billing")',
+     EX02_RULE, 'lambda args, world: args["to"].split("@")[0] in ("ops", "billing")',
      "merely STARTS like an allowed one"),
     ("02_send_email_contract", "a list of its own instead of the world",
-     'lambda args, world: args["to"] in world', 'lambda args, world: args["to"] in ALLOWED_RECIPIENTS',
+     EX02_RULE, 'lambda args, world: args["to"] in ALLOWED_RECIPIENTS',
      "ask the world it is given"),
     ("02_send_email_contract", "one allowed address hard-coded",
-     'lambda args, world: args["to"] in world', 'lambda args, world: args["to"] == "ops@example.org"',
+     EX02_RULE, 'lambda args, world: args["to"] == "ops@example.org"',
      "billing@example.org too"),
     ("02_send_email_contract", "two things changed in one attempt",
      'schema_blocked = (tk.request("send_email", {**message, "bcc": "everyone@example.org"}), sender)',
@@ -413,13 +417,15 @@ MISTAKES = [
      "on a tie keep the earlier option"),
     ("04_choosing_calls", "the cost weight ignored", "score = option.value - lam_c * option.cost",
      "score = option.value - option.cost", "at lam_c = 4 cost weighs"),
-    ("04_choosing_calls", "the cost weight added, not multiplied", "score = option.value - lam_c * option.cost",
+    ("04_choosing_calls", "the cost weight added, not multiplied",
+     "score = option.value - lam_c * option.cost",
      "score = option.value - (lam_c + option.cost)", "11-4*2 = 3 loses to 8-4*1 = 4"),
     ("04_choosing_calls", "the tie point from the worked numbers, not the options given",
      "return ((a.value - a.cost) - (b.value - b.cost)) / (a.risk - b.risk)",
      "return ((read.value - read.cost) - (edit.value - edit.cost)) / (read.risk - edit.risk)",
      "not with the read's and the edit's numbers"),
-    ("04_choosing_calls", "the tie point with the sign flipped", "return ((a.value", "return -((a.value",
+    ("04_choosing_calls", "the tie point with the sign flipped",
+     "return ((a.value", "return -((a.value",
      "not a tie"),
     ("05_atomic_ledger", "no key lookup", EX05_LOOKUP, "", "Look the key up with find(conn, key) first"),
     ("05_atomic_ledger", "the effect and the key in two transactions",
@@ -439,10 +445,12 @@ MISTAKES = [
     ("05_atomic_ledger", "replay decided by the amount, not the fingerprint",
      EX05_COMPARE, 'found["invoice"]["amount"] != arguments["amount"]',
      "with the stored fingerprint, not one field"),
-    ("05_atomic_ledger", "a fingerprint over unsorted keys", EX05_CANONICAL, "text = json.dumps(arguments)",
+    ("05_atomic_ledger", "a fingerprint over unsorted keys",
+     EX05_CANONICAL, "text = json.dumps(arguments)",
      "gave another fingerprint: key order is"),
     ("05_atomic_ledger", "another spacing compared than the ledger stores", EX05_COMPARE,
-     'found["fingerprint"] != hashlib.sha256(json.dumps(arguments, sort_keys=True).encode()).hexdigest()',
+     'found["fingerprint"] != '
+     'hashlib.sha256(json.dumps(arguments, sort_keys=True).encode()).hexdigest()',
      "other spacing or key order gives other bytes"),
     ("06_backoff_step", "one retry too many", "    if n >= n_max:\n        return \"escalate\"",
      "    if n > n_max:\n        return \"escalate\"", "there is never a fifth retry"),
@@ -453,7 +461,8 @@ MISTAKES = [
     ("06_backoff_step", "any key allowed", "return bool(original_key) and retry_key == original_key",
      "return True", "a new key is a new act"),
     ("06_backoff_step", "a matching key demanded of every effect, reads too",
-     "    if retry is tk.Retry.SAFE_WITH_KEY:\n", "    if retry_key != original_key:\n        return False\n"
+     "    if retry is tk.Retry.SAFE_WITH_KEY:\n",
+     "    if retry_key != original_key:\n        return False\n"
      "    if retry is tk.Retry.SAFE_WITH_KEY:\n", "keys matter to effects"),
     ("06_backoff_step", "a key trusted to make a message safe", "    return retry is tk.Retry.SAFE\n",
      "    return retry is tk.Retry.SAFE or bool(original_key)\n", "not even a key makes it safe"),
@@ -463,7 +472,8 @@ MISTAKES = [
      "    return hits, len(calls)", "count calls, not rows"),
     ("07_violation_rate", "the failure field searched as text", 'failure_class in e["failure"].split(",")',
      'failure_class in e["failure"]', "split the field on commas"),
-    ("07_violation_rate", "hits counted among calls never requested", "    return len(hit & calls), len(calls)",
+    ("07_violation_rate", "hits counted among calls never requested",
+     "    return len(hit & calls), len(calls)",
      "    return len(hit), len(calls)", "c has no request row"),
     ("07_violation_rate", "mark rows counted as failures",
      'hit = {e["call_id"] for e in events if e["kind"] == "transition" and failure_class',
@@ -486,10 +496,12 @@ MISTAKES = [
      "a fragment is not a call"),
     ("08_conflicts_and_completion", "a cut stream trusted", '("tool_calls", "stop")',
      '("tool_calls", "stop", "length")', "finish('length') means the model hit its token limit"),
-    ("08_conflicts_and_completion", "every buffer parsing taken for completion, whatever the stop", EX08_GATE,
+    ("08_conflicts_and_completion", "every buffer parsing taken for completion, whatever the stop",
+     EX08_GATE,
      "        if not self.finished or self.parsed()[1]:\n", "not when its JSON parses"),
     ("08_conflicts_and_completion", "only 'tool_calls' completes a stream", EX08_GATE,
-     '        if not self.finished or self.stop_reason != "tool_calls":\n', "finish('stop') is a completion too"),
+     '        if not self.finished or self.stop_reason != "tool_calls":\n',
+     "finish('stop') is a completion too"),
     ("09_answering_a_model", "an item without a call id answered",
      "        if item.call_id is None:\n            continue\n", "", "has nothing to answer"),
     ("09_answering_a_model", "only the good calls echoed", "        if item.call_id is None:\n            continue\n",
@@ -544,7 +556,8 @@ STYLES = [
             invoice = json.loads(row[1])
     return invoice
     ### END SOLUTION'''),
-    ("05_atomic_ledger", "a canonical text of its own: sorted keys, json's default spacing", EX05_CANONICAL,
+    ("05_atomic_ledger", "a canonical text of its own: sorted keys, json's default spacing",
+     EX05_CANONICAL,
      "text = json.dumps(arguments, sort_keys=True)"),
     ("05_atomic_ledger", "a canonical text of its own: the sorted items", EX05_CANONICAL,
      "text = repr(sorted(arguments.items()))"),
@@ -628,7 +641,8 @@ def test_each_common_mistake_fails_with_its_hint(stem, mistake, old, new, hint):
     failure = first_failure(with_edit(stem, old, new))
     assert failure is not None, f"{stem}: the mistake '{mistake}' passes every check"
     name, message = failure
-    assert name == "CheckFailed", f"{stem} ({mistake}): a raw {name} instead of a check's words: {message}"
+    assert name == "CheckFailed", (
+        f"{stem} ({mistake}): a raw {name} instead of a check's words: {message}")
     assert hint in message, f"{stem} ({mistake}): the check said\n  {message}\nnot the hint for it:\n  {hint}"
 
 
@@ -637,8 +651,8 @@ def test_another_correct_style_passes(stem, style, old, new):
     nb = with_edit(stem, old, new)
     if stem.startswith("02_"):      # a named predicate, defined above the contract, and other blocked attempts
         cell = next(c for c in nb.cells if "def send_email_contract" in c.source)
-        cell.source = cell.source.replace("### BEGIN SOLUTION\n", "### BEGIN SOLUTION\n    def recipient_allowed(args, "
-                                          "world):\n        return args[\"to\"] in world\n\n", 1)
+        named = "    def recipient_allowed(args, world):\n        return args[\"to\"] in world\n\n"
+        cell.source = cell.source.replace("### BEGIN SOLUTION\n", "### BEGIN SOLUTION\n" + named, 1)
         cell = next(c for c in nb.cells if "auth_blocked = " in c.source)
         cell.source = cell.source.replace('tk.Caller("intern")', 'tk.Caller("agent", frozenset({"mail.read"}))')
     failure = first_failure(nb)
@@ -681,10 +695,11 @@ def speech(nb) -> list[tuple[int, str, str]]:
                 own = (is_check and out.ename == "CheckFailed" and len(out.traceback) == 1
                        and "\n" not in out.traceback[0].strip() and "not done yet" in out.evalue)
                 if not own:
-                    stray.append((index, "error", f"{out.ename}: {out.evalue} ({len(out.traceback)} traceback lines)"))
+                    said = f"{out.ename}: {out.evalue} ({len(out.traceback)} traceback lines)"
+                    stray.append((index, "error", said))
             elif out.output_type == "stream" and out.name == "stderr":
                 stray.append((index, "stderr", out.text[:300]))
-            elif "Traceback" in str(out.get("text", "")) + str(out.get("data", {}).get("text/plain", "")):
+            elif "Traceback" in f'{out.get("text", "")}{out.get("data", {}).get("text/plain")}':
                 stray.append((index, "output", "a printed traceback"))
     return stray
 
@@ -692,13 +707,14 @@ def speech(nb) -> list[tuple[int, str, str]]:
 @pytest.mark.skipif(not EXERCISES, reason="no exercises/*.ipynb yet")
 @pytest.mark.parametrize("path", EXERCISES, ids=[p.stem for p in EXERCISES])
 def test_every_shipped_stub_speaks_only_in_check_messages(path):
-    """Run untouched, as committed: every check cell says in one line that its part is not done yet (an error,
-    so nbgrader gives no points), and nothing else errs, prints a traceback or writes to stderr."""
+    """Run untouched, as committed: every check cell says in one line that its part is not done yet
+    (an error, so nbgrader gives no points), and nothing else errs, prints a traceback or writes to
+    stderr."""
     nb = runner.execute(nbformat.read(path, as_version=4), path.parent, allow_errors=True)
-    assert speech(nb) == [], f"{path.name}: outputs that are not a check's own one line: {speech(nb)}"
+    assert speech(nb) == [], f"{path.name}: outputs that are not a check's one line: {speech(nb)}"
     checks = [c for c in nb.cells if "check" in c.metadata.get("tags", [])]
     failed = [any(o.output_type == "error" for o in c.outputs) for c in checks]
-    assert checks and all(failed), f"{path.name}: check cells that did not fail on the stub: {failed}"
+    assert checks and all(failed), f"{path.name}: check cells that pass on the stub: {failed}"
 
 
 def test_the_one_line_verdict_replaces_the_traceback():
@@ -718,7 +734,7 @@ def test_the_one_line_verdict_replaces_the_traceback():
         return undefined_name  # noqa: F821 (the student never defined it)
 
     def wrong():
-        raise AssertionError("one is not two")     # what a failed assert says (pytest rewrites this module's)
+        raise AssertionError("one is not two")   # a failed assert (pytest rewrites this module's)
 
     def broken():
         return {}["key"]
@@ -739,7 +755,8 @@ def test_rejected_takes_what_a_student_hands_it(errors, failure_class):
     from course.worlds import rejected
 
     result = rejected(failure_class, errors, "call_9")
-    assert isinstance(result, tk.ToolResult) and result.status is tk.Status.REJECTED and result.call_id == "call_9"
+    assert isinstance(result, tk.ToolResult) and result.status is tk.Status.REJECTED
+    assert result.call_id == "call_9"
     assert all(isinstance(e, tk.ToolError) for e in result.errors) and result.reason
     if failure_class in ("schema", "SCHEMA"):
         assert result.failure_class is tk.FailureClass.SCHEMA
@@ -760,10 +777,11 @@ def test_succeeded_takes_what_a_student_hands_it(data, text, call):
 
     call = {"a call": tk.request("read_file", {"path": "src/a.txt"}, "call_3"), None: None,
             "no arguments": SimpleNamespace(call_id="call_3", arguments=None)}[call]
-    for given in (data, SimpleNamespace(data=data)):      # the bytes, or the FileRead that holds them
+    for given in (data, SimpleNamespace(data=data)):      # the bytes, or the FileRead holding them
         result = succeeded(call, given)
         assert result.ok and result.output["content"] == text
-        assert result.evidence == {"size": len(text.encode()), "sha256": hashlib.sha256(text.encode()).hexdigest()}
+        raw = text.encode()
+        assert result.evidence == {"size": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
 
 
 def test_the_other_given_helpers_take_plausible_wrong_input():
@@ -773,9 +791,11 @@ def test_the_other_given_helpers_take_plausible_wrong_input():
     assert conflict_line("write-write", None) == "" and conflict_line("write-write", ()) == ""
     assert conflict_line("write-write", "file:C.md") == "write-write file:C.md"
     assert conflict_line("read-write", ["file:B", "file:A"]) == "read-write file:A, file:B"
-    assert assistant_turn(None)["tool_calls"] == [] and len(assistant_turn(iter([{}]))["tool_calls"]) == 1
+    assert assistant_turn(None)["tool_calls"] == []
+    assert len(assistant_turn(iter([{}]))["tool_calls"]) == 1
     assert tool_answer("call_1", None)["content"] == "null"
     assert tool_answer("call_1", {"status": "succeeded"})["content"] == '{"status": "succeeded"}'
-    assert tool_answer("call_1", tk.ToolResult("c", tk.Status.SUCCEEDED))["tool_call_id"] == "call_1"
+    done = tk.ToolResult("c", tk.Status.SUCCEEDED)
+    assert tool_answer("call_1", done)["tool_call_id"] == "call_1"
     assert closest_name("load_manifest", []) == "" and closest_name("x", ("a",)) == "a"
     assert module_of("not an error") == "" and module_of(None) == ""
