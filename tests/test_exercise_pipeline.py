@@ -7,7 +7,11 @@
 * the generator gives what nbgrader's own ``ClearSolutions`` and ``ClearOutput`` give, on every solution, and
   the solutions carry the metadata ``nbgrader generate_assignment`` needs (solution cells, graded check cells);
 * checks that teach: each common mistake a check's hint names, written into the solution, stops in that check
-  with exactly that hint (an AssertionError, never a raw exception), and a second correct style passes.
+  with exactly that hint (a ``CheckFailed``, never a raw exception), and a second correct style
+  passes;
+* the exercises as shipped speak only in check messages: run untouched, every check cell ends in one
+  line that says its part is not done yet, and no cell shows a traceback; the given helpers take a
+  student's plausible wrong input without raising.
 """
 from __future__ import annotations
 
@@ -296,10 +300,29 @@ EX01_TEXT_ONLY = '''try:
         missing = tk.ToolError("precondition_failed", "$.path", "no readable file there")
         return rejected(tk.FailureClass.PRECONDITION, [missing], call.call_id)
     ### END SOLUTION'''
+EX01_LEXICAL = '''try:
+        import os
+        path = call.arguments["path"]
+        base = os.path.abspath(tree.ws)
+        full = os.path.abspath(os.path.join(base, path))
+        if os.path.commonpath([base, full]) != base or os.path.islink(full):
+            refused = tk.ToolError("path_refused", "$.path", "outside the workspace", received=path)
+            return rejected(tk.FailureClass.AUTHORIZATION, [refused], call.call_id)
+        with open(full, "rb") as handle:
+            return succeeded(call, handle.read())
+    except OSError:
+        missing = tk.ToolError("precondition_failed", "$.path", "no readable file there")
+        return rejected(tk.FailureClass.PRECONDITION, [missing], call.call_id)
+    ### END SOLUTION'''
 EX01_STREAM = "    return [execute(i) if isinstance(i, tk.ToolCall) else i.result for i in assembler.finish(stop_reason)]"
+EX05_CANONICAL = ('text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), '
+                  'ensure_ascii=False)')
+EX05_COMPARE = 'found["fingerprint"] != fingerprint_of(arguments)'
+EX02_RULE = 'lambda args, world: args["to"] in world'
+EX08_GATE = '        if not self.finished or self.stop_reason not in ("tool_calls", "stop"):\n'
 EX05_OUTSIDE = '''    found = find(conn, arguments["idempotency_key"])
     if found:
-        if found["fingerprint"] != fingerprint(arguments):
+        if found["fingerprint"] != fingerprint_of(arguments):
             return {"error": "idempotency_conflict"}
         return found["invoice"]
     with transaction(conn):
@@ -309,7 +332,7 @@ EX05_OUTSIDE = '''    found = find(conn, arguments["idempotency_key"])
     ### END SOLUTION'''
 EX05_LOOKUP = '''        found = find(conn, arguments["idempotency_key"])
         if found:
-            if found["fingerprint"] != fingerprint(arguments):
+            if found["fingerprint"] != fingerprint_of(arguments):
                 return {"error": "idempotency_conflict"}
             return found["invoice"]
 '''
@@ -331,6 +354,12 @@ MISTAKES = [
      "the path check must refuse BEFORE anything is opened"),
     ("01_read_file_hands_on", "a path judged as text only (links followed)", EX01_LADDER, EX01_TEXT_ONLY,
      "a link whose target lies outside the workspace"),
+    ("01_read_file_hands_on", "lexical containment, a link refused only as the last part",
+     EX01_LADDER, EX01_LEXICAL, "any part of a path can be a link"),
+    ("01_read_file_hands_on", "only 'tool_calls' completes a stream",
+     "for i in assembler.finish(stop_reason)]",
+     'for i in assembler.finish(stop_reason if stop_reason == "tool_calls" else None)]',
+     "a stream that stopped with 'stop' is complete too"),
     ("01_read_file_hands_on", "a Preview is treated as a call",
      "    if not isinstance(call, tk.ToolCall):", "    if call is None:",
      "a preview shows progress, it is not a request"),
@@ -351,6 +380,18 @@ MISTAKES = [
     ("02_send_email_contract", "the predicate's arguments swapped",
      "lambda args, world: args[\"to\"] in world", "lambda world, args: args[\"to\"] in world",
      "it is called as predicate(args, world)"),
+    ("02_send_email_contract", "a recipient judged by how its address ends",
+     EX02_RULE, 'lambda args, world: args["to"].endswith("example.org")',
+     "merely ENDS like an allowed domain"),
+    ("02_send_email_contract", "a recipient judged by a piece of its text",
+     EX02_RULE, 'lambda args, world: args["to"].split("@")[0] in ("ops", "billing")',
+     "merely STARTS like an allowed one"),
+    ("02_send_email_contract", "a list of its own instead of the world",
+     EX02_RULE, 'lambda args, world: args["to"] in ALLOWED_RECIPIENTS',
+     "ask the world it is given"),
+    ("02_send_email_contract", "one allowed address hard-coded",
+     EX02_RULE, 'lambda args, world: args["to"] == "ops@example.org"',
+     "billing@example.org too"),
     ("02_send_email_contract", "two things changed in one attempt",
      'schema_blocked = (tk.request("send_email", {**message, "bcc": "everyone@example.org"}), sender)',
      'schema_blocked = (tk.request("send_email", {**message, "bcc": "everyone@example.org"}), tk.Caller("intern"))',
@@ -364,13 +405,27 @@ MISTAKES = [
      "never import them to find out what they export"),
     ("03_inspect_exports", "an unreadable module passed over", "        return exports.line()", "        return None",
      "a module that is not in the workspace"),
+    ("03_inspect_exports", "the last unexported name looked up, not the first",
+     'next((e for e in errors if e.code == "symbol_not_exported"), None)',
+     'next((e for e in reversed(errors) if e.code == "symbol_not_exported"), None)',
+     "two names wrong: the first one is looked up"),
     ("03_inspect_exports", "exports inspected although no name was wrong",
      '        return "propose_again", None', '        return "inspect_exports", None', "only the fields are wrong"),
     ("04_choosing_calls", "an illegal option picked", "        if option.legal != 1:\n            continue\n", "",
      "the shell shortcut scores 11 but is illegal"),
     ("04_choosing_calls", "a tie goes to the later option", "score > best_score", "score >= best_score",
      "on a tie keep the earlier option"),
-    ("04_choosing_calls", "the tie point with the sign flipped", "r_star = ((read.value", "r_star = -((read.value",
+    ("04_choosing_calls", "the cost weight ignored", "score = option.value - lam_c * option.cost",
+     "score = option.value - option.cost", "at lam_c = 4 cost weighs"),
+    ("04_choosing_calls", "the cost weight added, not multiplied",
+     "score = option.value - lam_c * option.cost",
+     "score = option.value - (lam_c + option.cost)", "11-4*2 = 3 loses to 8-4*1 = 4"),
+    ("04_choosing_calls", "the tie point from the worked numbers, not the options given",
+     "return ((a.value - a.cost) - (b.value - b.cost)) / (a.risk - b.risk)",
+     "return ((read.value - read.cost) - (edit.value - edit.cost)) / (read.risk - edit.risk)",
+     "not with the read's and the edit's numbers"),
+    ("04_choosing_calls", "the tie point with the sign flipped",
+     "return ((a.value", "return -((a.value",
      "not a tie"),
     ("05_atomic_ledger", "no key lookup", EX05_LOOKUP, "", "Look the key up with find(conn, key) first"),
     ("05_atomic_ledger", "the effect and the key in two transactions",
@@ -381,12 +436,22 @@ MISTAKES = [
     ("05_atomic_ledger", "the key looked up outside the transaction", EX05_ATOMIC, EX05_OUTSIDE,
      "Do the lookup INSIDE"),
     ("05_atomic_ledger", "a reused key replayed without comparing",
-     '            if found["fingerprint"] != fingerprint(arguments):\n'
+     '            if found["fingerprint"] != fingerprint_of(arguments):\n'
      '                return {"error": "idempotency_conflict"}\n',
-     "", "the key came back with amount 99.0 instead of 120.0"),
+     "", "the key came back with"),
     ("05_atomic_ledger", "the arguments compared as text",
-     'found["fingerprint"] != fingerprint(arguments)', 'found["fingerprint"] != str(arguments)',
-     "Compare fingerprint(arguments) with the stored fingerprint"),
+     EX05_COMPARE, 'found["fingerprint"] != str(arguments)',
+     "Compare fingerprint_of(arguments) with the stored fingerprint"),
+    ("05_atomic_ledger", "replay decided by the amount, not the fingerprint",
+     EX05_COMPARE, 'found["invoice"]["amount"] != arguments["amount"]',
+     "with the stored fingerprint, not one field"),
+    ("05_atomic_ledger", "a fingerprint over unsorted keys",
+     EX05_CANONICAL, "text = json.dumps(arguments)",
+     "gave another fingerprint: key order is"),
+    ("05_atomic_ledger", "another spacing compared than the ledger stores", EX05_COMPARE,
+     'found["fingerprint"] != '
+     'hashlib.sha256(json.dumps(arguments, sort_keys=True).encode()).hexdigest()',
+     "other spacing or key order gives other bytes"),
     ("06_backoff_step", "one retry too many", "    if n >= n_max:\n        return \"escalate\"",
      "    if n > n_max:\n        return \"escalate\"", "there is never a fifth retry"),
     ("06_backoff_step", "the delay grown by one step, not multiplied", "beta * d)", "d + 1)",
@@ -395,6 +460,10 @@ MISTAKES = [
      '        return "escalate", (n + 1, beta * d)', "keeps its state"),
     ("06_backoff_step", "any key allowed", "return bool(original_key) and retry_key == original_key",
      "return True", "a new key is a new act"),
+    ("06_backoff_step", "a matching key demanded of every effect, reads too",
+     "    if retry is tk.Retry.SAFE_WITH_KEY:\n",
+     "    if retry_key != original_key:\n        return False\n"
+     "    if retry is tk.Retry.SAFE_WITH_KEY:\n", "keys matter to effects"),
     ("06_backoff_step", "a key trusted to make a message safe", "    return retry is tk.Retry.SAFE\n",
      "    return retry is tk.Retry.SAFE or bool(original_key)\n", "not even a key makes it safe"),
     ("07_violation_rate", "rows counted instead of calls",
@@ -403,6 +472,17 @@ MISTAKES = [
      "    return hits, len(calls)", "count calls, not rows"),
     ("07_violation_rate", "the failure field searched as text", 'failure_class in e["failure"].split(",")',
      'failure_class in e["failure"]', "split the field on commas"),
+    ("07_violation_rate", "hits counted among calls never requested",
+     "    return len(hit & calls), len(calls)",
+     "    return len(hit), len(calls)", "c has no request row"),
+    ("07_violation_rate", "mark rows counted as failures",
+     'hit = {e["call_id"] for e in events if e["kind"] == "transition" and failure_class',
+     'hit = {e["call_id"] for e in events if failure_class', "only transitions carry failures"),
+    ("07_violation_rate", "the last retries, not the largest", 'max(e["retries"] for e in moves)',
+     'moves[-1]["retries"]', "the LARGEST retries among the transitions"),
+    ("07_violation_rate", "mark rows told as part of the story",
+     'e["call_id"] == call_id and e["kind"] == "transition"]', 'e["call_id"] == call_id]',
+     "a mark row is not a transition"),
     ("07_violation_rate", "no story for an unknown call is an error", "    if not moves:\n        return None\n", "",
      "an unknown call id has no story: return None"),
     ("08_conflicts_and_completion", "two reads of one file called a conflict",
@@ -416,6 +496,14 @@ MISTAKES = [
      "a fragment is not a call"),
     ("08_conflicts_and_completion", "a cut stream trusted", '("tool_calls", "stop")',
      '("tool_calls", "stop", "length")', "finish('length') means the model hit its token limit"),
+    ("08_conflicts_and_completion", "every buffer parsing taken for completion, whatever the stop",
+     EX08_GATE,
+     "        if not self.finished or self.parsed()[1]:\n", "not when its JSON parses"),
+    ("08_conflicts_and_completion", "only 'tool_calls' completes a stream", EX08_GATE,
+     '        if not self.finished or self.stop_reason != "tool_calls":\n',
+     "finish('stop') is a completion too"),
+    ("09_answering_a_model", "an item without a call id answered",
+     "        if item.call_id is None:\n            continue\n", "", "has nothing to answer"),
     ("09_answering_a_model", "only the good calls echoed", "        if item.call_id is None:\n            continue\n",
      "        if isinstance(item, Refusal):\n            continue\n", "echo EVERY item that has a call"),
     ("09_answering_a_model", "results written back under the internal id",
@@ -462,12 +550,17 @@ STYLES = [
         if row is None:
             invoice = effect(conn, arguments)
             record(conn, arguments, invoice)
-        elif row[0] != fingerprint(arguments):
+        elif row[0] != fingerprint_of(arguments):
             invoice = {"error": "idempotency_conflict"}
         else:
             invoice = json.loads(row[1])
     return invoice
     ### END SOLUTION'''),
+    ("05_atomic_ledger", "a canonical text of its own: sorted keys, json's default spacing",
+     EX05_CANONICAL,
+     "text = json.dumps(arguments, sort_keys=True)"),
+    ("05_atomic_ledger", "a canonical text of its own: the sorted items", EX05_CANONICAL,
+     "text = repr(sorted(arguments.items()))"),
     ("06_backoff_step", "the step as one conditional expression",
      '    if n >= n_max:\n        return "escalate", (n, d)\n    return "retry", (min(n_max, n + 1), beta * d)',
      '    return ("escalate", (n, d)) if n >= n_max else ("retry", (n + 1, beta * d))'),
@@ -548,7 +641,8 @@ def test_each_common_mistake_fails_with_its_hint(stem, mistake, old, new, hint):
     failure = first_failure(with_edit(stem, old, new))
     assert failure is not None, f"{stem}: the mistake '{mistake}' passes every check"
     name, message = failure
-    assert name == "AssertionError", f"{stem} ({mistake}): a raw {name} instead of a check's words: {message}"
+    assert name == "CheckFailed", (
+        f"{stem} ({mistake}): a raw {name} instead of a check's words: {message}")
     assert hint in message, f"{stem} ({mistake}): the check said\n  {message}\nnot the hint for it:\n  {hint}"
 
 
@@ -556,9 +650,9 @@ def test_each_common_mistake_fails_with_its_hint(stem, mistake, old, new, hint):
 def test_another_correct_style_passes(stem, style, old, new):
     nb = with_edit(stem, old, new)
     if stem.startswith("02_"):      # a named predicate, defined above the contract, and other blocked attempts
-        cell = next(c for c in nb.cells if "SEND_EMAIL = tk.Contract(" in c.source)
-        cell.source = cell.source.replace("### BEGIN SOLUTION\n", "### BEGIN SOLUTION\ndef recipient_allowed(args, "
-                                          "world):\n    return args[\"to\"] in world\n\n\n", 1)
+        cell = next(c for c in nb.cells if "def send_email_contract" in c.source)
+        named = "    def recipient_allowed(args, world):\n        return args[\"to\"] in world\n\n"
+        cell.source = cell.source.replace("### BEGIN SOLUTION\n", "### BEGIN SOLUTION\n" + named, 1)
         cell = next(c for c in nb.cells if "auth_blocked = " in c.source)
         cell.source = cell.source.replace('tk.Caller("intern")', 'tk.Caller("agent", frozenset({"mail.read"}))')
     failure = first_failure(nb)
@@ -583,3 +677,125 @@ def test_the_witness_tells_a_missing_file_inside_from_an_open_outside(tmp_path):
     assert [e.found for e in events] == [False, False, True, True]
     assert files_opened(events) == ["here.txt", "secret.txt"]
     assert opened_outside(events, inside) == [str(beside / "missing.txt"), str(beside / "secret.txt")]
+
+
+# ------------------------------------------------------------------ the exercises as shipped
+EXERCISES = sorted((ROOT / "exercises").glob("*.ipynb"))
+
+
+def speech(nb) -> list[tuple[int, str, str]]:
+    """(cell index, where, what) for every output of ``nb`` that is not a check's own one line."""
+    stray = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        is_check = "check" in cell.metadata.get("tags", [])
+        for out in cell.outputs:
+            if out.output_type == "error":
+                own = (is_check and out.ename == "CheckFailed" and len(out.traceback) == 1
+                       and "\n" not in out.traceback[0].strip() and "not done yet" in out.evalue)
+                if not own:
+                    said = f"{out.ename}: {out.evalue} ({len(out.traceback)} traceback lines)"
+                    stray.append((index, "error", said))
+            elif out.output_type == "stream" and out.name == "stderr":
+                stray.append((index, "stderr", out.text[:300]))
+            elif "Traceback" in f'{out.get("text", "")}{out.get("data", {}).get("text/plain")}':
+                stray.append((index, "output", "a printed traceback"))
+    return stray
+
+
+@pytest.mark.skipif(not EXERCISES, reason="no exercises/*.ipynb yet")
+@pytest.mark.parametrize("path", EXERCISES, ids=[p.stem for p in EXERCISES])
+def test_every_shipped_stub_speaks_only_in_check_messages(path):
+    """Run untouched, as committed: every check cell says in one line that its part is not done yet
+    (an error, so nbgrader gives no points), and nothing else errs, prints a traceback or writes to
+    stderr."""
+    nb = runner.execute(nbformat.read(path, as_version=4), path.parent, allow_errors=True)
+    assert speech(nb) == [], f"{path.name}: outputs that are not a check's one line: {speech(nb)}"
+    checks = [c for c in nb.cells if "check" in c.metadata.get("tags", [])]
+    failed = [any(o.output_type == "error" for o in c.outputs) for c in checks]
+    assert checks and all(failed), f"{path.name}: check cells that pass on the stub: {failed}"
+
+
+def test_the_one_line_verdict_replaces_the_traceback():
+    from course.worlds import CheckFailed, checking
+
+    def verdict(body) -> str:
+        with pytest.raises(CheckFailed) as caught:
+            with checking("part 9: thing"):
+                body()
+        assert caught.value._render_traceback_() == [f"Check failed: {caught.value}"]
+        return str(caught.value)
+
+    def stub():
+        raise NotImplementedError()
+
+    def missing():
+        return undefined_name  # noqa: F821 (the student never defined it)
+
+    def wrong():
+        raise AssertionError("one is not two")   # a failed assert (pytest rewrites this module's)
+
+    def broken():
+        return {}["key"]
+
+    assert "part 9: thing is not done yet" in verdict(stub)
+    assert "not done yet" in verdict(missing) and "undefined_name" in verdict(missing)
+    assert verdict(wrong) == "part 9: thing: one is not two"
+    assert verdict(broken) == "part 9: thing: your code raised KeyError: 'key'"
+    with checking("part 9: thing"):
+        done = True
+    assert done
+
+
+@pytest.mark.parametrize("errors", [None, (), [], "no such file", ("a", "b"), (e for e in ()), 7])
+@pytest.mark.parametrize("failure_class", ["schema", "SCHEMA", "no such class", None])
+def test_rejected_takes_what_a_student_hands_it(errors, failure_class):
+    import toolkit as tk
+    from course.worlds import rejected
+
+    result = rejected(failure_class, errors, "call_9")
+    assert isinstance(result, tk.ToolResult) and result.status is tk.Status.REJECTED
+    assert result.call_id == "call_9"
+    assert all(isinstance(e, tk.ToolError) for e in result.errors) and result.reason
+    if failure_class in ("schema", "SCHEMA"):
+        assert result.failure_class is tk.FailureClass.SCHEMA
+    one = tk.ToolError("path_refused", "$.path", "outside")
+    assert rejected(tk.FailureClass.AUTHORIZATION, one, "c").errors == (one,)
+    assert rejected(tk.FailureClass.AUTHORIZATION, (one,), "c").reason == "path_refused"
+
+
+@pytest.mark.parametrize("data, text", [(b"abc", "abc"), ("abc", "abc"), (bytearray(b"abc"), "abc"),
+                                        (None, ""), (memoryview(b"abc"), "abc"), (12, "12")])
+@pytest.mark.parametrize("call", ["a call", None, "no arguments"])
+def test_succeeded_takes_what_a_student_hands_it(data, text, call):
+    import hashlib
+    from types import SimpleNamespace
+
+    import toolkit as tk
+    from course.worlds import succeeded
+
+    call = {"a call": tk.request("read_file", {"path": "src/a.txt"}, "call_3"), None: None,
+            "no arguments": SimpleNamespace(call_id="call_3", arguments=None)}[call]
+    for given in (data, SimpleNamespace(data=data)):      # the bytes, or the FileRead holding them
+        result = succeeded(call, given)
+        assert result.ok and result.output["content"] == text
+        raw = text.encode()
+        assert result.evidence == {"size": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
+
+
+def test_the_other_given_helpers_take_plausible_wrong_input():
+    import toolkit as tk
+    from course.worlds import assistant_turn, closest_name, conflict_line, module_of, tool_answer
+
+    assert conflict_line("write-write", None) == "" and conflict_line("write-write", ()) == ""
+    assert conflict_line("write-write", "file:C.md") == "write-write file:C.md"
+    assert conflict_line("read-write", ["file:B", "file:A"]) == "read-write file:A, file:B"
+    assert assistant_turn(None)["tool_calls"] == []
+    assert len(assistant_turn(iter([{}]))["tool_calls"]) == 1
+    assert tool_answer("call_1", None)["content"] == "null"
+    assert tool_answer("call_1", {"status": "succeeded"})["content"] == '{"status": "succeeded"}'
+    done = tk.ToolResult("c", tk.Status.SUCCEEDED)
+    assert tool_answer("call_1", done)["tool_call_id"] == "call_1"
+    assert closest_name("load_manifest", []) == "" and closest_name("x", ("a",)) == "a"
+    assert module_of("not an error") == "" and module_of(None) == ""

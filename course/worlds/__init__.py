@@ -54,7 +54,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
                          "TEXTSTATS"),
     "exercise_ledger": ("attempts", "attempts_at_every_point", "crash_counts", "find", "LEDGER_TABLE",
                         "naive_create_invoice", "RACE_PAUSE", "race_requests"),
-    "exercise_read_file": ("rejected", "succeeded"),
+    "exercise_read_file": ("CheckFailed", "checking", "rejected", "succeeded"),
     "exercise_stream": ("conflict_line", "fed_from", "FragmentBuffers", "recorded_pieces", "ROUND_CONTRACTS",
                         "round_of_six", "waves_with"),
     "invoice_log": ("BILLING_AGENT", "BlindRetry", "drift", "log_books", "MALFORMED", "simulate_log", "Simulation"),

@@ -67,14 +67,18 @@ def call_entry(vendor_id: str, name: str | None, arguments: str) -> dict[str, An
     return {"id": vendor_id, "type": "function", "function": {"name": name or "", "arguments": arguments}}
 
 
-def assistant_turn(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """The assistant turn that carried ``entries`` (made by ``call_entry``)."""
-    return {"role": "assistant", "content": None, "tool_calls": list(entries)}
+def assistant_turn(entries: Any) -> dict[str, Any]:
+    """The assistant turn that carried ``entries`` (by ``call_entry``; any iterable, or None)."""
+    return {"role": "assistant", "content": None, "tool_calls": list(entries or ())}
 
 
-def tool_answer(vendor_id: str, result: ToolResult) -> dict[str, Any]:
-    """The ``role: "tool"`` message answering the call the model knows as ``vendor_id``."""
-    return {"role": "tool", "tool_call_id": vendor_id, "content": json.dumps(result.to_dict())}
+def tool_answer(vendor_id: str, result: ToolResult | Any) -> dict[str, Any]:
+    """The ``role: "tool"`` message answering the call the model knows as ``vendor_id``.
+
+    Anything but a ``ToolResult`` goes as the JSON it makes (``None`` as ``null``): a wrong
+    verdict is the check's to explain, not a crash here."""
+    content = result.to_dict() if isinstance(result, ToolResult) else result
+    return {"role": "tool", "tool_call_id": vendor_id, "content": json.dumps(content, default=str)}
 
 
 def two_calls() -> tuple[list[Any], IdMap]:

@@ -71,11 +71,12 @@ def from_imports(code: str) -> list[tuple[str, str]]:
 
 
 def module_of(error: ToolError) -> str:
-    """The module of a ``symbol_not_exported`` error (its pointer reads ``import M.N``)."""
-    return error.pointer.removeprefix("import ").rsplit(".", 1)[0]
+    """The module of a ``symbol_not_exported`` error (pointer ``import M.N``); else ``""``."""
+    pointer = getattr(error, "pointer", None)
+    return pointer.removeprefix("import ").rsplit(".", 1)[0] if isinstance(pointer, str) else ""
 
 
 def closest_name(wanted: str, names: Iterable[str]) -> str:
-    """The name among ``names`` most like ``wanted`` (the first one when nothing is alike)."""
-    names = list(names)
-    return (difflib.get_close_matches(wanted, names, n=1, cutoff=0.0) or names)[0]
+    """The name among ``names`` most like ``wanted`` (the first if none is alike; or ``""``)."""
+    names = [str(n) for n in names or ()]
+    return (difflib.get_close_matches(str(wanted), names, n=1, cutoff=0.0) or names or [""])[0]

@@ -1,6 +1,10 @@
 """Chapter 05: exercise 05's harness: real crashes and a real two-process race against the student's ledger.
 
-The student writes ``create(conn, arguments, effect, record)``. ``attempts`` runs
+The student writes ``fingerprint_of(arguments)`` (the SHA-256 of one canonical
+text of the arguments) and ``create(conn, arguments, effect, record)``. Every
+function below takes the student's ``fingerprint`` (the toolkit's by default):
+``record`` writes it into the ledger row, so the row holds what the student's
+own comparison expects. ``attempts`` runs
 it twice in child processes: the first attempt is killed with SIGKILL at a crash
 point, the second retries. ``crash_counts`` and ``attempts_at_every_point`` play
 every crash point at once, each in its own folder with its own two processes.
@@ -13,7 +17,9 @@ wait for the first to commit, so the first stops waiting as soon as it sees the
 other one asking for the lock while it holds it (and after ``RACE_PAUSE`` at
 most). Every child is reaped and the temporary folder removed before a
 function returns; what the student's function raised comes back as text
-(``{"raised": "IntegrityError: ..."}``), so a check can explain it.
+(``{"raised": "IntegrityError: ..."}``), so a check can explain it; an
+unwritten stub (``NotImplementedError``) is raised again in the caller, so the
+check says the part is not done yet.
 """
 from __future__ import annotations
 
@@ -78,7 +84,7 @@ class _RacingConnection:
 
 
 def _ledger_attempt(create: Callable, folder: str, arguments: dict, crash_at: str, number: int,
-                    events: tuple) -> None:
+                    events: tuple, fingerprint_of: Callable = fingerprint) -> None:
     """One attempt, in a child process: it dies for real at ``crash_at``, and writes its answer to a file."""
     def effect(conn: Any, args: dict) -> dict[str, Any]:
         die_at("before_send", crash_at)
@@ -87,7 +93,7 @@ def _ledger_attempt(create: Callable, folder: str, arguments: dict, crash_at: st
     def record(conn: Any, args: dict, invoice: dict) -> None:
         die_at("after_effect_before_ledger", crash_at)
         conn.execute("INSERT INTO ledger (key, fingerprint, invoice) VALUES (?, ?, ?)",
-                     (args["idempotency_key"], fingerprint(args), json.dumps(invoice)))
+                     (args["idempotency_key"], fingerprint_of(args), json.dumps(invoice)))
 
     conn = connect(Path(folder) / "billing.db")
     handle = _RacingConnection(conn, *events) if events else conn
@@ -118,6 +124,13 @@ def _outcome(folder: Path, count: int) -> tuple[list[str], list[Any]]:
     return invoices, answers
 
 
+def _unwritten(answers: list[Any]) -> None:
+    """Raise ``NotImplementedError`` here, in the notebook, when an attempt met the stub."""
+    stub = "NotImplementedError"
+    if any(isinstance(a, dict) and str(a.get("raised", "")).startswith(stub) for a in answers):
+        raise NotImplementedError("the function the attempts ran is not written yet")
+
+
 def _fork_context() -> Any:
     import multiprocessing
 
@@ -128,15 +141,21 @@ def _fork_context() -> Any:
 
 
 def attempts_at_every_point(create: Callable, points: Any = tuple(CRASH_POINTS),
-                            retry_arguments: dict = ORDER) -> dict[str, dict[str, Any]]:
+                            retry_arguments: dict = ORDER,
+                            fingerprint: Callable = fingerprint) -> dict[str, dict[str, Any]]:
     """``attempts`` at each of ``points``, all played at the same time (each in its own folder): point -> outcome."""
     ctx = _fork_context()
     if len(points) > 1:                # every attempt starts from one child process
-        return in_one_child(_attempts_side_by_side, create, tuple(points), retry_arguments, ctx)
-    return _attempts_side_by_side(create, tuple(points), retry_arguments, ctx)
+        outcomes = in_one_child(_attempts_side_by_side, create, tuple(points), retry_arguments, ctx,
+                                fingerprint)
+    else:
+        outcomes = _attempts_side_by_side(create, tuple(points), retry_arguments, ctx, fingerprint)
+    _unwritten([outcome[which] for outcome in outcomes.values() for which in ("first", "answer")])
+    return outcomes
 
 
-def _attempts_side_by_side(create: Callable, points: tuple, retry_arguments: dict, ctx: Any) -> dict[str, Any]:
+def _attempts_side_by_side(create: Callable, points: tuple, retry_arguments: dict, ctx: Any,
+                           fingerprint_of: Callable) -> dict[str, Any]:
     folders: dict[str, Path] = {}
     firsts: dict[str, Any] = {}
     retries: dict[str, Any] = {}
@@ -144,10 +163,12 @@ def _attempts_side_by_side(create: Callable, points: tuple, retry_arguments: dic
         for point in points:
             folders[point] = Path(tempfile.mkdtemp(prefix="exercise05-"))
             _books(folders[point])
-            firsts[point] = _attempt_child(ctx, create, folders[point], ORDER, point, 1)
+            firsts[point] = _attempt_child(ctx, create, folders[point], ORDER, point, 1,
+                                           fingerprint_of)
         for point in points:                      # each retry starts as soon as its own first attempt is over
             reap(firsts[point], 30)
-            retries[point] = _attempt_child(ctx, create, folders[point], retry_arguments, "none", 2)
+            retries[point] = _attempt_child(ctx, create, folders[point], retry_arguments, "none", 2,
+                                            fingerprint_of)
         outcomes = {}
         for point in points:
             reap(retries[point], 30)
@@ -162,18 +183,21 @@ def _attempts_side_by_side(create: Callable, points: tuple, retry_arguments: dic
     return outcomes
 
 
-def _attempt_child(ctx: Any, create: Callable, folder: Path, arguments: dict, point: str, number: int) -> Any:
-    child = ctx.Process(target=_ledger_attempt, args=(create, str(folder), arguments, point, number, ()))
+def _attempt_child(ctx: Any, create: Callable, folder: Path, arguments: dict, point: str,
+                   number: int, fingerprint_of: Callable) -> Any:
+    child = ctx.Process(target=_ledger_attempt,
+                        args=(create, str(folder), arguments, point, number, (), fingerprint_of))
     child.start()
     return child
 
 
-def attempts(create: Callable, crash_at: str, retry_arguments: dict = ORDER) -> dict[str, Any]:
+def attempts(create: Callable, crash_at: str, retry_arguments: dict = ORDER,
+             fingerprint: Callable = fingerprint) -> dict[str, Any]:
     """Attempt 1 with ``ORDER`` dies at ``crash_at``; attempt 2 retries (by default the same request).
 
     Returns whether attempt 1 was killed, the invoices billing holds afterwards, and what each attempt answered.
     """
-    return attempts_at_every_point(create, (crash_at,), retry_arguments)[crash_at]
+    return attempts_at_every_point(create, (crash_at,), retry_arguments, fingerprint)[crash_at]
 
 
 def naive_create_invoice(conn: Any, arguments: dict, effect: Callable, record: Callable) -> Any:
@@ -193,7 +217,7 @@ def crash_counts(create: Callable) -> dict[str, int]:
     return {point: len(outcome["invoices"]) for point, outcome in attempts_at_every_point(create).items()}
 
 
-def race_requests(create: Callable) -> dict[str, Any]:
+def race_requests(create: Callable, fingerprint: Callable = fingerprint) -> dict[str, Any]:
     """Two processes send ``ORDER`` at the same moment; the invoices afterwards and both answers."""
     ctx = _fork_context()
     folder = Path(tempfile.mkdtemp(prefix="exercise05-race-"))
@@ -204,12 +228,14 @@ def race_requests(create: Callable) -> dict[str, Any]:
         for number in (1, 2):
             mine, theirs = flags[number - 1], flags[2 - number]
             children.append(ctx.Process(target=_ledger_attempt,
-                                        args=(create, str(folder), ORDER, "none", number, (mine, theirs))))
+                                        args=(create, str(folder), ORDER, "none", number,
+                                              (mine, theirs), fingerprint)))
         for child in children:
             child.start()
         for child in children:
             reap(child, 30)
         invoices, answers = _outcome(folder, 2)
+        _unwritten(answers)
     finally:
         for child in children:
             reap(child, 0)

@@ -3,8 +3,8 @@
 The student writes the two rules of the chapter (may two calls run at the same
 time? and: no call before the completion event); what is plumbing is here:
 
-* ``conflict_line(kind, resources)``: ``""`` when ``resources`` is empty,
-  else ``kind`` and the resources, sorted and joined by ``", "``;
+* ``conflict_line(kind, resources)``: ``""`` when ``resources`` is empty (or
+  ``None``), else ``kind`` and the resources, sorted and joined by ``", "``;
 * ``ROUND_CONTRACTS`` and ``round_of_six()``: Chapter 8's round (three reads,
   three writes, two of them to one file); ``waves_with(conflict, calls)`` puts
   each call in the wave after the latest earlier call it conflicts with, by
@@ -34,9 +34,11 @@ ROUND_CONTRACTS = {
 }
 
 
-def conflict_line(kind: str, shared: Iterable[str]) -> str:
-    """``""`` for no shared resource, else ``"<kind> <resources>"``, sorted and joined by ``", "``."""
-    shared = sorted(shared)
+def conflict_line(kind: str, shared: Iterable[str] | str | None) -> str:
+    """``""`` for no shared resource, else ``"<kind> <resources>"``, sorted and joined by ``", "``.
+
+    ``None`` is no resource and one text is one resource (never its letters)."""
+    shared = sorted(str(r) for r in ((shared,) if isinstance(shared, str) else shared or ()))
     return f"{kind} {', '.join(shared)}" if shared else ""
 
 
