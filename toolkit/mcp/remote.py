@@ -50,7 +50,7 @@ def remote_output(result: Any, secret_fields: Iterable[str] = ()) -> Any:
     content = getattr(result, "content", None) or []
     texts = [getattr(c, "text", "") for c in content if getattr(c, "type", "") == "text"]
     if getattr(result, "is_error", False):
-        said = redact_arguments(" ".join(texts).strip()[:MAX_ARGUMENT_BYTES])   # masked, then cut
+        said = redact_arguments(shorten(" ".join(texts).strip(), MAX_ARGUMENT_BYTES))  # bounded, masked
         line = shorten(said or "the server reported an error", MAX_SERVER_ERROR_CHARS)
         error = ToolError("execution_failed", "tools/call", f"the MCP server answered isError: {line}",
                           hint="read the server's message; the effect may not have happened",
