@@ -308,10 +308,22 @@ def test_the_workspaces_are_removed_only_by_the_last_code_cell():
     assert code[-1].outputs[0].text == "chapter workspaces removed: True\n"
     # the cells of 3.8 that read the copies all run before it
     assert any("fresh_host" in c.source for c in code[:-1]) and "fresh" not in code[-1].source
-    # the cell after the widget prints what the widget shows (the line nbval compares)
+    # the panel displays itself, its text under the lights; no later cell prints or changes it
     sources = [c.source for c in nb.cells if c.cell_type == "code"]
-    widget = next(i for i, s in enumerate(sources) if s.rstrip().endswith("panel.widget"))
-    assert sources[widget + 1].strip() == "print(panel.text())"
+    shown = next(i for i, s in enumerate(sources) if s.strip().splitlines()[-1].split("#")[0].strip() == "panel")
+    assert not any("panel.set(" in s or "panel.text()" in s for s in sources[shown + 1:])
+    [output] = code[shown].outputs
+    assert output.data["text/plain"] == agent427_panel().text()
+
+
+def test_the_deep_dive_prints_the_scenario_the_panel_checks():
+    from course.worlds import agent427_scenario
+    from course.present.legality_panel import verdict_text
+
+    scenario, printed = agent427_scenario(), _stdout(NOTEBOOK)
+    for switches in ((True, True, False), (False, True, False), (True, False, True)):
+        assert verdict_text(scenario(*switches)) in printed
+    assert "blocked by: schema_ok, Pre" in printed and "blocked by: auth_ok" in printed
 
 
 def test_the_chapter_shows_the_file_unchanged_after_the_refusal_and_the_exact_edit_after_the_correction(tmp_path):

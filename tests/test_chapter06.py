@@ -224,6 +224,15 @@ def stored_text() -> str:
                    for c in nb.cells if c.cell_type == "code" for o in c.outputs)
 
 
+def displayed_panel() -> str:
+    """The plain text of the one cell that displays the panel (``panel`` as its last line)."""
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    [cell] = [c for c in nb.cells if c.cell_type == "code"
+              and c.source.strip().splitlines()[-1].split("#")[0].strip() == "panel"]
+    [output] = cell.outputs
+    return output.data["text/plain"]
+
+
 def states_line(policy: RetryPolicy) -> str:
     states = [policy.start()] + [d.state for d in walk(policy) if d.retry]
     return " -> ".join(str(s) for s in states)
@@ -236,8 +245,9 @@ def test_notebook_prints_what_the_toolkit_computes():
         assert decision.line() in text
     assert f"waits: {plan(POLICY)} seconds, then escalate" in text
     assert f"W_4 = {formulas.total_wait(1, 2, 4)} seconds" in text
-    assert BackoffPanel().text() in text                     # the line after the widget
-    assert BackoffPanel().set(beta=3, n_max=3) in text
+    assert BackoffPanel().text() == displayed_panel()        # the panel's own text, under its axis
+    assert BackoffPanel(beta=3, n_max=3).text() in text
+    assert BackoffPanel(beta=3, n_max=3, jitter="full").text() in text
     assert f"5 attempts = 1 + n_max; waits {plan(POLICY)}; total {sum(plan(POLICY))} s" in text
 
 

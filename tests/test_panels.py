@@ -68,14 +68,14 @@ def test_svg_pieces_escape_what_they_show():
     assert hidden_text(drawn_html("<svg></svg>", "a < b\n  c")) == "a < b\n  c"
 
 
-def test_a_drawn_panel_opens_as_the_text_view_did_and_holds_no_double_quote():
-    """A notebook stores each panel widget's short repr; it must read as before the panels drew."""
+def test_a_drawing_with_hidden_text_opens_as_the_text_view_did_and_a_panel_holds_no_double_quote():
+    """A block with its text hidden (a figure such as ``choice_flip``) reads as the text view did."""
     from course.present.stream_panel import StreamPanel
     from course.present.text_view import pre_html
 
+    assert drawn_html("<svg></svg>", "a 'b'").startswith(pre_html("")[:40])
     panel = StreamPanel("openai_stream.txt", position=3)
-    assert panel.view.value.startswith(pre_html("")[:40]) and '"' not in panel.view.value
-    assert repr(panel.view).startswith("HTML(value=\"<pre style='font-family:var(--jp-")
+    assert panel.view.value.startswith("<div class='tk-panel'><svg") and '"' not in panel.view.value
 
 
 def test_legality_lights_follow_the_boxes_and_show_not_evaluable_as_a_dash():
@@ -244,13 +244,79 @@ def test_the_invoice_text_counts_the_invoices_the_lanes_draw_after_every_switch(
     assert count_in_text(panel.text()) == "2"
 
 
+def test_the_agent427_text_states_the_lights_verdict_after_every_click():
+    from course.present.agent427_panel import agent427_panel
+
+    panel = agent427_panel()
+    legal_in_text = lambda text: _re.search(r"^legal = .* = ([01])$", text, _re.M).group(1)
+    legal_in_drawing = lambda value: {"legal": "1", "refused": "0"}[drawn(value, "verdict")[0]]
+    for change in ({}, {"pre": False}, {"schema": False}, {"schema": True, "pre": True, "auth": False},
+                   {"auth": True}):
+        panel.set(**change)
+        agrees(panel, legal_in_text, legal_in_drawing)
+    panel.boxes[0].value = False                        # a click on the widget itself
+    agrees(panel, legal_in_text, legal_in_drawing)
+    assert legal_in_text(panel.text()) == "0" and "blocked by: schema_ok" in panel.text()
+
+
+def test_the_backoff_text_states_the_retries_and_escalation_the_axis_draws_after_every_move():
+    from course.present.backoff_panel import BackoffPanel
+
+    def in_text(text: str) -> tuple[int, float]:
+        retries = _re.search(r"^the failure after retry (\d+) escalates", text, _re.M)
+        total = _re.search(r"^total wait before escalating: ([\d.]+)s", text, _re.M).group(1)
+        return (int(retries.group(1)) if retries else 0), float(total)
+
+    def in_drawing(value: str) -> tuple[int, float]:
+        return int(drawn(value, "retries")[0]), round(float(drawn(value, "escalation")[0]), 2)
+
+    panel = BackoffPanel(beta=2, n_max=4, d0=1, jitter="none")
+    for change in ({}, {"beta": 3}, {"n_max": 3}, {"jitter": "full"}, {"jitter": "decorrelated"},
+                   {"jitter": "none", "n_max": 0}, {"n_max": 4, "d0": 0.5}, {"beta": 2, "d0": 1}):
+        panel.set(**change)
+        agrees(panel, in_text, in_drawing)
+    panel.n_max.value = 2                               # a drag on the slider itself
+    agrees(panel, in_text, in_drawing)
+    assert in_text(panel.text()) == (2, 3.0)
+
+
+def test_the_stream_text_states_what_may_run_as_the_drawing_does_at_every_position():
+    from course.present.stream_panel import WAITING, StreamPanel
+
+    def in_text(text: str) -> tuple[int, str]:
+        position = int(_re.match(r"\S+: (\d+) of", text).group(1))
+        if text.endswith(WAITING):
+            return position, "none"
+        return position, "ready" if "ready for validation" in text else "refused"
+
+    def in_drawing(value: str) -> tuple[int, str]:
+        calls = set(states(value, "call").values())
+        last = "ready" if drawn(value, "verdict") == ["True"] else "refused" if "refused" in calls else "none"
+        return int(drawn(value, "position")[0]), last
+
+    panel = StreamPanel("openai_stream.txt", position=3)
+    for position in (3, 0, 11, 12, 13, 5):
+        panel.set(position)
+        agrees(panel, in_text, in_drawing)
+    panel.slider.value = 12                             # a drag on the slider itself
+    agrees(panel, in_text, in_drawing)
+    assert in_text(panel.text()) == (12, "ready")
+    cut = StreamPanel("anthropic_stream_max_tokens.txt")
+    cut.set(cut.slider.max)
+    agrees(cut, in_text, in_drawing)
+    assert in_text(cut.text())[1] == "refused"
+
+
 # ------------------------------------------------------------ the notebooks: panels left alone
 #: The chapters whose panels show their text (course/present/*_panel.py with ``shown=True``), and
 #: what each panel shows when its notebook has run from the top.
 SHOWN = {"01_a_request_is_not_an_action": "request    outside path",
          "02_contracts_and_legality": "legal = 1 x 1 x 1 = 1",
+         "03_agent427_import_failure": "legal = 1 x 1 x 1 = 1",
          "04_choosing_among_legal_calls": "chosen: read the script",
-         "05_ledger_and_duplicate_invoice": "invoices for order-431: 2 (INV-9, INV-10)"}
+         "05_ledger_and_duplicate_invoice": "invoices for order-431: 2 (INV-9, INV-10)",
+         "06_backoff_and_retries": "total wait before escalating: 15s",
+         "08_streaming_and_parallel_calls": "3 of 13 chunks received"}
 
 
 def displays_the_panel(source: str) -> bool:

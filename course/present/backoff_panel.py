@@ -11,6 +11,7 @@ from __future__ import annotations
 from toolkit.kernel import Jitter, RetryPolicy
 from course.worlds.waits import walk
 from course.worlds import plan_rows
+from course.present.text_view import panel_bundle
 from course.present.svg import (AMBER, BLUE, FAINT, GREY, INK, LIGHT_AMBER, MUTED, PAPER, RED, drawn_html,
                                  svg_circle, svg_figure, svg_line, svg_rect, svg_text)
 
@@ -148,9 +149,8 @@ class BackoffPanel:
 
     def _update(self, _change: object = None) -> None:
         self._text = plan_text(self.policy, self.seed)
-        self.view.value = drawn_html(plan_svg(self.policy, self.seed), self._text)
+        self.view.value = drawn_html(plan_svg(self.policy, self.seed), self._text, shown=True)
 
-    def _ipython_display_(self) -> None:  # pragma: no cover - display only
-        from IPython.display import display
-
-        display(self.widget)
+    def _repr_mimebundle_(self, **kwargs: object) -> dict:
+        """Displayed itself, the panel is its widget, with its text form as the plain text."""
+        return panel_bundle(self.widget, self.text(), **kwargs)

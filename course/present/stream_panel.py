@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from toolkit._show import shorten
 from course.worlds import Moment, replay
+from course.present.text_view import panel_bundle
 from course.present.svg import (AMBER, BLUE, FAINT, GREEN, INK, LIGHT_AMBER, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER,
                                  RED, drawn_html, svg_figure, svg_rect, svg_text)
 
@@ -154,9 +155,9 @@ class StreamPanel:
 
     def _update(self, _change: object = None) -> None:
         self._text = moment_text(self.name, self.moment, self.descriptions, self.window)
-        self.view.value = drawn_html(stream_svg(self.moments, self.slider.value), self._text)
+        drawing = stream_svg(self.moments, self.slider.value)
+        self.view.value = drawn_html(drawing, self._text, shown=True)
 
-    def _ipython_display_(self) -> None:  # pragma: no cover - display only
-        from IPython.display import display
-
-        display(self.widget)
+    def _repr_mimebundle_(self, **kwargs: object) -> dict:
+        """Displayed itself, the panel is its widget, with its text form as the plain text."""
+        return panel_bundle(self.widget, self.text(), **kwargs)

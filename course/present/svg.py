@@ -90,8 +90,8 @@ def svg_figure(width: float, height: float, parts: list[str], label: str, **data
 def drawn_html(drawing: str, text: str, shown: bool = False) -> str:
     """The panel's text form and its drawing, as one block made from the same state.
 
-    ``shown=True``: the drawing, then its text form in plain sight under it (the panels of
-    chapters 01, 02, 04 and 05: what the room reads changes with every click). Otherwise the
+    ``shown=True``: the drawing, then its text form in plain sight under it (every chapter
+    panel: what the room reads changes with every click). Otherwise the
     text form comes first, hidden from the eye only; attributes are single-quoted throughout and
     the block opens as the panels' text view always has (``text_view.STYLE``), so the short
     ``repr`` of a panel's widget that a notebook stores stays the same.

@@ -5,7 +5,7 @@ line): its widget, with the panel's text form as the plain text, so a page that 
 the widget (a notebook not yet trusted, reopened before its kernel has run) shows the
 panel's words, not a ``VBox(...)`` line.
 
-The chapter panels draw instead (``course.present.svg``) and keep their text form hidden beside the drawing.
+The chapter panels draw instead (``course.present.svg``) and show their text form under the drawing.
 
 Monospace keeps the panels' columns lined up in JupyterLab and in Voila alike
 (Voila's page styles would otherwise set ``<pre>`` in a proportional font).

@@ -13,8 +13,7 @@ Each ``Step`` names a control by the label a student reads beside it:
 * ``select``: a dropdown, set to one of its options.
 
 After a step, every text in ``shows`` must appear in the widget's display, and no text in
-``hides`` (read from the panel's text form: shown under the drawing in chapters 01, 02, 04 and 05,
-hidden from the eye but read by screen readers in the others). The drawing
+``hides`` (read from the panel's text form, shown under the drawing). The drawing
 must change at every step, every CSS selector in ``draws`` must match an element of it (e.g.
 ``[data-test="Pre"][data-state="fail"]``, a red light) and none in ``undraws``.
 ``Chapter.flip`` is a pair of steps that switch the display back and forth; it is
@@ -126,6 +125,7 @@ CHAPTERS: dict[str, Chapter] = {
     "03_agent427_import_failure": Chapter(
         summary="Agent-427's proposal: each switch changes a real input, the indicator drops to 0 and names "
                 "the failing test; restoring the switch restores 1",
+        # later cells call the panel's scenario directly: the panel stays as it opened
         first=(LEGAL, ALLOWED),
         steps=(
             check("the imported symbol is exported", False, "legal = 1 x 1 x 0 = 0", "blocked by: Pre",
@@ -184,6 +184,7 @@ CHAPTERS: dict[str, Chapter] = {
     ),
     "06_backoff_and_retries": Chapter(
         summary="the delay plan and the escalation point follow beta and n_max; jitter changes the waits drawn",
+        # later cells print other settings from panels of their own: the panel stays as it opened
         first=("beta=2, n_max=4", "the failure after retry 4 escalates", "total wait before escalating: 15s"),
         steps=(
             slider("β (growth)", 3.0, "beta=3, n_max=4", "the failure after retry 4 escalates",
@@ -203,8 +204,8 @@ CHAPTERS: dict[str, Chapter] = {
     ),
     "08_streaming_and_parallel_calls": Chapter(
         summary="the stream panel says nothing can execute until the completion event arrives",
-        # the chapter's last cells leave the panel on the completion event
-        first=("12 of 13 chunks received", "3 complete calls"),
+        # later cells read the verdict off panels of their own: the panel stays as it opened
+        first=("3 of 13 chunks received", "keys $.path", WAITING),
         steps=(
             slider("chunks", 11, "11 of 13 chunks received", WAITING, hides=("ready for validation",),
                    draws=('[data-call="call_3"][data-state="arriving"]',), undraws=('[data-state="complete"]',)),
