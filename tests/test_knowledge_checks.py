@@ -276,7 +276,7 @@ def illegal_shortcut() -> str:
 
 
 def send_message_safeguards() -> str:
-    from toolkit.advice import required_safeguards
+    from course.worlds.advice import required_safeguards
 
     send_message = tk.Contract(
         "send_message", "Send one chat message to a person.",
@@ -338,7 +338,8 @@ def steps_to_ceiling() -> str:
 
 
 def fourth_wait() -> str:
-    from toolkit.kernel import RetryPolicy, plan
+    from toolkit.kernel import RetryPolicy
+    from course.worlds.waits import plan
 
     return f"{plan(RetryPolicy(d0=0.5, beta=2, n_max=4))[3]:g}"
 
@@ -423,7 +424,7 @@ def file_round():
 
 def parseable_fragment() -> str:
     from toolkit.kernel import Assembler
-    from toolkit.wire import SKETCH_FRAMES
+    from course.worlds.stream_replay import SKETCH_FRAMES
 
     first, end_of_name, start_of_arguments, last = SKETCH_FRAMES
     with file_round() as files:

@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from toolkit.kernel import Caller, Host, Status, Tool, request
+from toolkit.kernel import Caller, Host, Retry, Status, Tool, request
 from toolkit.kernel import Action, RetryController, RetryDecision, RetryPolicy, RetryState
 from toolkit.effects import AuditLog, MetricsReport, measure, rows_from_attempts, rows_from_audit, run_audited
 from course.worlds import LOG_FAULTS, Books
@@ -74,13 +74,16 @@ def simulate_log(calls: int = 200, schema_errors: int = 6, seed: int = 7, guarde
     way a model's habit produces them; everything else about the log (which
     calls are rejected, retried, time out, fail a postcondition) comes from
     the host, the controller and the simulated service. Without ``guarded``
-    a timed-out call is resent under a fresh key, which duplicates the invoice
-    just as the duplicate-invoice trace did (there the key was kept, but the
-    billing service ignored it).
+    a timed-out call is resent under a fresh key, and the contract wrongly
+    declares ``create_invoice`` safe to resend (so the host's chapter 06 rule,
+    which refuses a new key while an outcome is unknown, is not asked): that
+    duplicates the invoice just as the duplicate-invoice trace did (there the
+    key was kept, but the billing service ignored it).
     """
     rng = random.Random(seed)
     world = log_books(seed)
-    host = Host.of([Tool(invoice_contract(), world.issue)], BILLING_AGENT, world)
+    contract = invoice_contract() if guarded else replace(invoice_contract(), retry=Retry.SAFE)
+    host = Host.of([Tool(contract, world.issue)], BILLING_AGENT, world)
     log = AuditLog(db)
     malformed_at = tuple(sorted(rng.sample(range(calls), schema_errors)))
     controller = (RetryController(RetryPolicy(d0=1, beta=2, n_max=4), budget=None, seed=seed) if guarded
