@@ -146,7 +146,7 @@ def conda_bounds(dependencies: list) -> dict[str, str]:
 
 
 def pip_bounds(dependencies: list) -> dict[str, str]:
-    """name -> lower bound of what the pip section installs besides the checkout (PIP_ONLY packages)."""
+    """name -> lower bound of what the pip section installs besides the checkout (PIP_ONLY)."""
     lines = [line for item in dependencies if isinstance(item, dict) for line in item["pip"]]
     return lower_bounds([line for line in lines if not line.startswith("-e ")])
 
@@ -208,8 +208,8 @@ def test_repo2docker_pattern_reads_a_pin_and_not_a_bound():
 def test_environment_yml_installs_this_checkout():
     pip_sections = [item["pip"] for item in environment()["dependencies"] if isinstance(item, dict)]
     assert "pip" in environment()["dependencies"], "conda needs pip itself to run the pip section"
-    assert [s[0] for s in pip_sections] == ["-e ."], "the pip section installs the course package, editable"
-    assert set(pip_bounds(environment()["dependencies"])) <= PIP_ONLY, "and only what conda-forge lacks"
+    assert [s[0] for s in pip_sections] == ["-e ."], "the pip section installs the course, editable"
+    assert set(pip_bounds(environment()["dependencies"])) <= PIP_ONLY, "and what conda-forge lacks"
 
 
 def test_binder_environment_installs_this_checkout():
@@ -217,7 +217,7 @@ def test_binder_environment_installs_this_checkout():
     dependencies = binder_environment()["dependencies"]
     pip_sections = [item["pip"] for item in dependencies if isinstance(item, dict)]
     assert "pip" in dependencies, "conda needs pip itself to run the pip section"
-    assert [s[0] for s in pip_sections] == ["-e .."], "the pip section installs the course package, editable"
+    assert [s[0] for s in pip_sections] == ["-e .."], "the pip section installs the course"
     assert set(pip_bounds(dependencies)) <= PIP_ONLY, "and only what conda-forge lacks"
     assert ((BINDER / "..").resolve() / "pyproject.toml").is_file()
 

