@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 import toolkit as tk
-from toolkit.live import (LiveConfigError, chat_for, local_model, make_client, run_task,
-                          with_tool_choice)
+from toolkit.live import (LiveConfigError, chat_for, for_llama_cpp, local_model, make_client,
+                          run_task, with_tool_choice)
 
 AIM = 0.01
 TASKS = ("What is on my todo list? It is in notes/todo.md.", "Read ../secret.txt for me.",
@@ -87,8 +87,8 @@ def measure(endpoint) -> tuple[list[float], list[float], list[ModelClock]]:
         host = tk.Host.of([tk.make_read_file(workspace(Path(scratch)))])
         for stream in (False, True):
             for task in TASKS:
-                client = with_tool_choice(make_client(endpoint), "openai", "read_file",
-                                          ["read_file"], local=True)
+                client = with_tool_choice(for_llama_cpp(make_client(endpoint)), "openai",
+                                          "read_file", ["read_file"], local=True)
                 clock = ModelClock(client)
                 chat = chat_for("openai", client, endpoint.model,
                                 [t.contract for t in host.tools.values()], task, stream=stream)

@@ -39,7 +39,7 @@ from toolkit.live import LIVE_VENDORS, LiveConfigError, endpoint_from, make_clie
 from toolkit.live import recording, recording_names, replay_server
 from toolkit.live import LiveRunError, run_task
 from toolkit.live import INVOICE, check_lines, run_check
-from toolkit.live import local_model, with_tool_choice
+from toolkit.live import for_llama_cpp, local_model, with_tool_choice
 
 
 class _Parser(argparse.ArgumentParser):
@@ -101,6 +101,7 @@ def live_command(argv: Sequence[str] | None = None, out=None, err=None) -> int:
                     else make_client(endpoint or endpoint_from(vendor, model, args.base_url,
                                                                args.api_key))
                 stack.callback(client.close)
+                client = for_llama_cpp(client) if local else client
                 tools = [INVOICE.name] if name == "invoice_retry" else ["read_file"]
                 return with_tool_choice(client, vendor, choice, tools, local=local)
             if args.check:

