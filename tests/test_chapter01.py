@@ -29,7 +29,7 @@ from course.present import transaction_diagram as td
 from course.present.read_file_panel import ReadFilePanel
 from course.present.svg import AMBER, RED
 from course.worlds import FILES, HOSTILE, REQUESTS, SECRETS, attempt, demo_workspace
-from toolkit.files import files_opened, recording_opens
+from course.worlds import files_opened, recording_opens
 from toolkit.effects import TRANSITIONS, RecordState
 from toolkit._schema import compile_schema, schema_errors
 from toolkit.kernel import Assembler

@@ -71,5 +71,9 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "stream_replay": ("describe_chunk", "frames", "Moment", "replay", "SKETCH_FRAMES",
                       "split_events"),
     "tool_choice": ("declaration_words", "pick_tool", "ToolPick"),
+    "metrics": ("CallRow", "measure", "MetricsReport", "Rate", "rows_from_attempts", "rows_from_audit"),
+    "stream_helpers": ("anthropic_helper", "assembler_reading", "CONTRAST_CASES", "contrast_lines",
+                       "helper_contrast", "openai_helper"),
     "waits": ("arrival_times", "jitter_waits", "peak_load", "plan", "plan_rows", "walk"),
+    "witness": ("files_opened", "Open", "opened_outside", "recording_opens"),
 })

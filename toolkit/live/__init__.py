@@ -14,6 +14,4 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
                "sse_body"),
     "session": ("ask_with_budget", "LiveRound", "LiveRun", "LiveRunError", "ModelPolicy", "run_task",
                 "sdk_failure", "verdict_of"),
-    "stream_helpers": ("anthropic_helper", "assembler_reading", "CONTRAST_CASES", "contrast_lines",
-                       "helper_contrast", "openai_helper"),
 })
