@@ -3,11 +3,10 @@
     parsed_arguments(x) = the JSON value x names, whether x is a dict or JSON text
     fingerprint(x)      = sha256(canonical JSON of that value)
 
-Every reader of arguments (ledgers, the loop, retries, timeouts) goes through
-``parsed_arguments``, so text and a dict name the same call, and ``{"b": 1, "a": 100.0}`` and
-``{"a": 100, "b": 1}`` share a fingerprint. A key travels beside the call or in the field the
-contract names (``carried_key``); both must agree. ``check_call`` is every ledger's input check,
-answering with a ``ToolError``."""
+Every reader of arguments (ledgers, the loop, retries, timeouts) goes through ``parsed_arguments``,
+so text and a dict name the same call, and ``{"b": 1, "a": 100.0}`` and ``{"a": 100, "b": 1}`` share
+a fingerprint. A key travels beside the call or in the field the contract names (``carried_key``);
+both must agree. ``check_call`` is every ledger's input check, answering with a ``ToolError``."""
 from __future__ import annotations
 
 import hashlib

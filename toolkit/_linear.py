@@ -197,6 +197,3 @@ def linear_regex(pattern: str) -> Any:
     except re2.error as exc:   # a repetition over 1000, a program over RE2's memory budget
         reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise Untranslatable(f"RE2 cannot run it ({reason})") from None
-
-
-__all__ = ["linear_regex", "translate", "Untranslatable"]

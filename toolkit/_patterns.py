@@ -1,12 +1,11 @@
 """Chapter 02: a schema's ``pattern`` means what JSON Schema says it means: an ECMA-262 regular expression.
 
-Python's ``re`` reads the same text differently: ``$`` also matches before a final
-newline and ``\\d`` matches any Unicode digit (``order-٣`` passes ``^order-\\d+$``).
-So patterns are compiled by ``regress``, a binding of an ECMA-262 engine, with the
-``u`` flag JSON Schema recommends: ``$`` is the end of the text, ``\\d`` is 0-9, and
-``\\p{L}`` means a letter. A pattern that engine cannot compile is the contract's
-mistake, reported when the contract is declared (``pattern_problems``), never as an
-exception while a call is checked. A pattern is *run* by RE2, rewritten to mean the same
+Python's ``re`` reads the same text differently: ``$`` also matches before a final newline and
+``\\d`` matches any Unicode digit (``order-٣`` passes ``^order-\\d+$``). So patterns are compiled by
+``regress``, a binding of an ECMA-262 engine, with the ``u`` flag JSON Schema recommends: ``$`` is
+the end of the text, ``\\d`` is 0-9, and ``\\p{L}`` means a letter. A pattern that engine cannot
+compile is the contract's mistake, reported when the contract is declared (``pattern_problems``),
+never as an exception while a call is checked. A pattern is *run* by RE2, rewritten to mean the same
 (``toolkit._linear``), so no text makes a check backtrack: a pattern RE2 cannot run that way
 (lookaround, a backreference) is refused when declared too.
 """
@@ -139,7 +138,3 @@ def ecma_additional_properties(validator: Any, allowed: Any, instance: Any, sche
             yield from validator.descend(instance[extra], allowed, path=extra)
     elif allowed is False and extras:
         yield ValidationError(f"{len(extras)} unexpected properties")
-
-
-__all__ = ["additional_names", "ecma_additional_properties", "ecma_pattern_keyword", "ecma_pattern_properties",
-           "ecma_regex", "is_ecma_regex", "pattern_matches", "pattern_problems", "schema_patterns"]

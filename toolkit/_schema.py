@@ -1,15 +1,14 @@
 """Chapter 02: schema validation: the first layer, which checks shape and nothing else.
 
-The course picks one meaning for "valid" and keeps it: **JSON Schema 2020-12,
-strictly**. ``"12"`` is not an integer, ``null`` is a wrong type (not a missing
-field), ``true`` is not a number, and a pattern means what ECMA-262 says (``$`` is
-the end of the text, ``\\d`` is 0-9: see ``toolkit._patterns``). Every failure
-becomes a ``ToolError`` whose pointer names the offending field itself; what it
-echoes back is redacted and short.
+The course picks one meaning for "valid" and keeps it: **JSON Schema 2020-12, strictly**. ``"12"``
+is not an integer, ``null`` is a wrong type (not a missing field), ``true`` is not a number, and a
+pattern means what ECMA-262 says (``$`` is the end of the text, ``\\d`` is 0-9: see
+``toolkit._patterns``). Every failure becomes a ``ToolError`` whose pointer names the offending
+field itself; what it echoes back is redacted and short.
 
-A schema never reaches out: a ``$ref`` must point inside the schema itself (``#/$defs/...``),
-which is checked when the schema is declared (``declaration_problems``), and the validator's
-registry retrieves nothing, so no check fetches a URL, opens a file or waits on a socket.
+A schema never reaches out: a ``$ref`` must point inside the schema itself (``#/$defs/...``), which
+is checked when the schema is declared (``declaration_problems``), and the validator's registry
+retrieves nothing, so no check fetches a URL, opens a file or waits on a socket.
 """
 from __future__ import annotations
 

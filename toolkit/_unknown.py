@@ -37,6 +37,3 @@ def second_action(call: ToolCall, first: tuple[str, str], key: str | None) -> To
                       "whether it happened, check the record, or ask a person", retryable=False)
     return ToolResult(call.call_id, Status.REJECTED, reason="new_proposal_while_unknown",
                       failure_class=FailureClass.PRECONDITION, errors=(error,))
-
-
-__all__ = ["retry_slot", "second_action"]

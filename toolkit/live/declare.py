@@ -1,10 +1,8 @@
 """Chapter 09: a tool declared from a typed Python function, with its permissions and risk written beside it.
 
-The MCP SDK and pydantic-ai let a function become a tool with one decorator.
-The course's version keeps the contract in view: the decorator asks for the
-permissions, the risk and the retry rule explicitly (defaults are the safe,
-read-only ones), and the contract itself comes from ``Contract.from_function``
-(``toolkit/kernel/contract.py``), which reads a strict schema off the type hints::
+The MCP SDK and pydantic-ai let a function become a tool with one decorator. The course's version keeps the
+contract in view: the decorator takes the contract's fields (permissions, risk, retry, ...; the defaults
+are ``Contract``'s safe, read-only ones) and the schema comes from ``Contract.from_function``::
 
     @contract_tool(permissions=("notes.read",), risk_category="none")
     def word_count(path: str, min_length: int = 1) -> dict:
@@ -17,21 +15,14 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from toolkit.kernel import Contract, Retry, Tool
+from toolkit.kernel import Contract, Tool
 
 
-def contract_tool(*, permissions: tuple[str, ...] = (), risk: float = 0.0, risk_category: str = "none",
-                  retry: Retry = Retry.SAFE, reversible: bool = True, reads: tuple[str, ...] = (),
-                  writes: tuple[str, ...] = (), secret_fields: tuple[str, ...] = (), idempotency_field: str = "",
-                  needs_approval: bool = False, name: str | None = None, description: str | None = None
-                  ) -> Callable[[Callable[..., Any]], Tool]:
-    """Declare a ``Tool`` from a typed function; permissions, risk and retry are explicit arguments."""
+def contract_tool(*, name: str | None = None, description: str | None = None,
+                  **fields: Any) -> Callable[[Callable[..., Any]], Tool]:
+    """Declare a ``Tool`` from a typed function; ``fields`` are the contract's, by keyword."""
     def declare(function: Callable[..., Any]) -> Tool:
-        contract = Contract.from_function(function, name=name, description=description,
-                                          permissions=tuple(permissions), risk=risk, risk_category=risk_category,
-                                          retry=retry, reversible=reversible, reads=tuple(reads),
-                                          writes=tuple(writes), secret_fields=tuple(secret_fields),
-                                          idempotency_field=idempotency_field, needs_approval=needs_approval)
+        contract = Contract.from_function(function, name=name, description=description, **fields)
 
         def run(arguments: dict, world: Any) -> Any:
             return function(**arguments)
@@ -39,6 +30,3 @@ def contract_tool(*, permissions: tuple[str, ...] = (), risk: float = 0.0, risk_
         run.__name__ = run.__qualname__ = function.__name__
         return Tool(contract, run)
     return declare
-
-
-__all__ = ["contract_tool"]

@@ -1,24 +1,22 @@
 """Chapter 09: reaching a model: which vendor, which endpoint, which key, and one clear line when it fails.
 
-The official SDKs do the talking (``openai`` for OpenAI and every
-OpenAI-compatible server such as a local Ollama, vLLM or llama.cpp server;
-``anthropic`` for Anthropic). They load only here, when a live run or a
-replay asks for a client, never at ``import toolkit``.
+The official SDKs do the talking (``openai`` for OpenAI and every OpenAI-compatible server such as a
+local Ollama, vLLM or llama.cpp server; ``anthropic`` for Anthropic). They load only here, when a
+live run or a replay asks for a client, never at ``import toolkit``.
 
 The rules:
 
-* configuration comes from arguments first, then the usual environment
-  variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``);
-* the SDK never retries on its own (``max_retries=0``): the host owns the
-  retry budget, so every request the model sees is one the host decided on,
-  after the wait chapter 06's controller chose (``toolkit.live.session``);
-  a ``Retry-After`` the endpoint sends (``retry_after``) is the least it waits;
-* a missing key, a missing SDK or an endpoint that cannot be reached is a
-  ``LiveConfigError`` with one line of text, never a traceback.
+* configuration comes from arguments first, then the usual environment variables
+  (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``);
+* the SDK never retries on its own (``max_retries=0``): the host owns the retry budget, so every
+  request the model sees is one the host decided on, after the wait chapter 06's controller chose
+  (``toolkit.live.session``); a ``Retry-After`` the endpoint sends (``retry_after``) is the least it
+  waits;
+* a missing key, a missing SDK or an endpoint that cannot be reached is a ``LiveConfigError`` with
+  one line of text, never a traceback.
 
-An OpenAI-compatible server on your own machine needs no real key: any text
-will do, so a ``base_url`` that is not OpenAI's own gets ``"local"`` when no
-key was given.
+An OpenAI-compatible server on your own machine needs no real key: any text will do, so a
+``base_url`` that is not OpenAI's own gets ``"local"`` when no key was given.
 """
 from __future__ import annotations
 
@@ -133,7 +131,3 @@ def retry_after(exc: BaseException) -> float | None:
     except (TypeError, ValueError):
         return None
     return seconds if seconds is not None and 0 <= seconds < float("inf") else None
-
-
-__all__ = ["Endpoint", "LIVE_VENDORS", "LiveConfigError", "endpoint_from", "failure_line", "is_transient",
-           "key_found", "make_client", "retry_after"]

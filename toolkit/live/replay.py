@@ -1,19 +1,18 @@
 """Chapter 09: recorded responses, served to the official SDK through its own mock HTTP transport.
 
-Without an endpoint, the chapter runs the very client code a live run uses:
-the SDK builds its request, and ``httpx2.MockTransport`` (the HTTP client
-both SDKs are built on) answers it with the next recorded body instead of a
-server. Nothing else changes, so what runs offline is what runs live.
+Without an endpoint, the chapter runs the very client code a live run uses: the SDK builds its
+request, and ``httpx2.MockTransport`` (the HTTP client both SDKs are built on) answers it with the
+next recorded body instead of a server. Nothing else changes, so what runs offline is what runs
+live.
 
-The recordings in ``toolkit/live/recordings`` are written by hand in each
-vendor's documented wire format (OpenAI Chat Completions, Anthropic
-Messages). They were never captured from a model. ``recording`` loads one
-and checks every body against the SDK's own types (``ChatCompletion``,
-``Message``) before it is served; ``sse_body`` turns a recorded response into
-the vendor's stream events when the request asked for a stream.
+The recordings in ``toolkit/live/recordings`` are written by hand in each vendor's documented wire
+format (OpenAI Chat Completions, Anthropic Messages). They were never captured from a model.
+``recording`` loads one and checks every body against the SDK's own types (``ChatCompletion``,
+``Message``) before it is served; ``sse_body`` turns a recorded response into the vendor's stream
+events when the request asked for a stream.
 
-``ReplayServer`` keeps every request body the SDK sent, so a test (or the
-chapter) can read exactly what went back to the model.
+``ReplayServer`` keeps every request body the SDK sent, so a test (or the chapter) can read exactly
+what went back to the model.
 """
 from __future__ import annotations
 
@@ -147,7 +146,3 @@ class ReplayServer:
 def replay_server(name: str, vendor: str) -> ReplayServer:
     """A ``ReplayServer`` for a named recording (its bodies checked against the SDK's types first)."""
     return ReplayServer(vendor, list(recording(name, vendor)["responses"]))
-
-
-__all__ = ["ReplayServer", "check_body", "recorded_stream", "recording", "recording_names", "replay_server",
-           "sse_body"]

@@ -13,10 +13,9 @@
                          each checked by the contract and, if not safe to repeat, run through the ledger
         write back the assistant turn and one result per call id
 
-``ModelPolicy`` is the same model as a policy for the course's own
-``toolkit.kernel.evaluate`` loop, beside ``ScriptedPolicy``: it hands the loop
-one call at a time and sends the loop's results back when a round is spent.
-Nothing about the loop's rules changes; only who proposes.
+``ModelPolicy`` is the same model as a policy for the course's own ``toolkit.kernel.evaluate`` loop,
+beside ``ScriptedPolicy``: it hands the loop one call at a time and sends the loop's results back
+when a round is spent. Nothing about the loop's rules changes; only who proposes.
 """
 from __future__ import annotations
 
@@ -25,15 +24,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from toolkit.kernel import Host, State, Status, ToolCall, ToolError, ToolResult, invoke_with_ledger
+from toolkit.kernel import (Contract, FailureClass, Host, Jitter, Refusal, Retry, RetryController, RetryPolicy,
+                            State, Status, ToolCall, ToolError, ToolResult, invoke_with_ledger, request)
 from toolkit._caps import MAX_RETRY_AFTER, MAX_SUMMARY_CHARS
 from toolkit._show import call_line
-from toolkit.live import ModelReply
-from toolkit.live import failure_line, is_transient
-from toolkit.kernel import Refusal
+from toolkit.live import ModelReply, failure_line, is_transient, retry_after
 from toolkit.wire import run_round
-from toolkit.kernel import Contract, FailureClass, Jitter, request, Retry, RetryController, RetryPolicy
-from toolkit.live import retry_after
 
 #: What a run that ended without a single call says: its answer is no reading of any file.
 NO_CALL = "no tool was called; nothing was read"
@@ -235,7 +231,3 @@ class ModelPolicy:
         self._asked, self._text = reply.items, reply.text
         self._queue = [i for i in reply.items if isinstance(i, ToolCall)]
         return self._queue.pop(0) if self._queue else self(state)
-
-
-__all__ = ["LiveRound", "LiveRun", "LiveRunError", "ModelPolicy", "ask_with_budget",
-           "run_task", "sdk_failure", "verdict_of"]

@@ -2,25 +2,23 @@
 
     proposal -> host.check (schema, permissions, preconditions, approval) -> ledger -> tools/call -> ToolResult
 
-``McpHost`` reads a server's tools (``tools/list``), adopts each one as a
-contract (``toolkit.mcp.adoption``) and declares them in an ordinary
-``toolkit.kernel.Host``. A call then meets the same layers as any tool's: it is
-checked first; a call that needs approval asks ``approve`` (a person, or a test)
-and runs only with a yes; a tool that is not safe to repeat goes through the
-ledger (``toolkit.effects``), so a retried call id or key replays the first
-result instead of sending a second tools/call. Only a legal call reaches the
-server. ``sent`` counts what did.
+``McpHost`` reads a server's tools (``tools/list``), adopts each one as a contract
+(``toolkit.mcp.adoption``) and declares them in an ordinary ``toolkit.kernel.Host``. A call then
+meets the same layers as any tool's: it is checked first; a call that needs approval asks
+``approve`` (a person, or a test) and runs only with a yes; a tool that is not safe to repeat goes
+through the ledger (``toolkit.effects``), so a retried call id or key replays the first result
+instead of sending a second tools/call. Only a legal call reaches the server. ``sent`` counts what
+did.
 
-The server's answer comes back as the course's ``ToolResult``: its
-``structuredContent`` (or its text) is the output; ``isError: true`` is a failed
-call carrying the server's first line of text, cut short.
+The server's answer comes back as the course's ``ToolResult``: its ``structuredContent`` (or its
+text) is the output; ``isError: true`` is a failed call carrying the server's first line of text,
+cut short.
 
-Hardening: a server's listing and answers are a stranger's text. A tool the host
-cannot adopt, or whose name the listing repeats, is left out with its reason
-(``skipped``). An answer over ``MAX_ANSWER_BYTES`` is refused, and every answer
-is redacted like any other value the host shows (``toolkit._show``): fields the
-contract marks secret or whose name looks secret, and anything shaped like a
-credential, before the model, the ledger or the log sees it.
+Hardening: a server's listing and answers are a stranger's text. A tool the host cannot adopt, or
+whose name the listing repeats, is left out with its reason (``skipped``). An answer over
+``MAX_ANSWER_BYTES`` is refused, and every answer is redacted like any other value the host shows
+(``toolkit._show``): fields the contract marks secret or whose name looks secret, and anything
+shaped like a credential, before the model, the ledger or the log sees it.
 """
 from __future__ import annotations
 
@@ -161,6 +159,3 @@ def _asked(approve: Approver, call: ToolCall, contract: Contract) -> bool:
         return approve(call, contract) is True
     except Exception:   # an approver that fails has not approved
         return False
-
-
-__all__ = ["Approver", "McpHost", "remote_output"]
