@@ -20,6 +20,7 @@ import nbformat
 import pytest
 
 import toolkit as tk
+from course.worlds import ScriptedPolicy
 from toolkit import wire as v
 from toolkit._ids import IdMap
 from toolkit.effects import AuditLog, run_audited
@@ -95,7 +96,7 @@ def test_a_model_that_only_talks_reads_nothing_and_a_tool_call_leaves_evidence(t
 
     with recording_opens() as acted:
         state = tk.evaluate(tk.State("Read the config file for me."),
-                            tk.ScriptedPolicy([tk.request("read_file", {"path": "src/config.ts"}, call_id="call_1")]),
+                            ScriptedPolicy([tk.request("read_file", {"path": "src/config.ts"}, call_id="call_1")]),
                             host)
     assert len(host.log) == 1 and files_opened(acted) == ["config.ts"]
     result = state.last.result

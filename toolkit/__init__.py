@@ -21,7 +21,6 @@ from toolkit.kernel.contract import Condition, Contract, Retry
 from toolkit.kernel.legality import LAYERS, Caller, Outcome, Test, Verdict, check, legal
 from toolkit.kernel.host import Attempt, Host, Tool, rejection
 from toolkit.kernel.loop import State, contract_allows, evaluate, invoke_with_ledger
-from toolkit._scripted import ScriptedPolicy
 from toolkit.kernel.choice import Choice, Option, choose, expected_value, governed_score
 from toolkit.kernel.read_file import confine, make_read_file, read_confined
 from toolkit.kernel.ledger import Answer, Ledger, LedgerStatus, MemoryLedger, invoke

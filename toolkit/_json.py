@@ -97,18 +97,11 @@ def check_key(key: Any) -> ToolError | None:
     return None
 
 
-def check_arguments(arguments: Any) -> ToolError | None:
-    """Arguments must be JSON values, or they cannot be fingerprinted (or stored)."""
-    error, _ = checked_fingerprint(arguments)
-    return error
-
-
 def same_arguments(a: Any, b: Any) -> bool:
     """True when two calls' arguments are the same JSON value (dict or JSON text)."""
     pa, pb = parsed_arguments(a), parsed_arguments(b)
     (error_a, digest_a), (error_b, digest_b) = checked_fingerprint(pa), checked_fingerprint(pb)
     return pa == pb if error_a or error_b else digest_a == digest_b
-
 
 
 class _NotJson(Exception):

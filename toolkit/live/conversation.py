@@ -1,24 +1,12 @@
 """Chapter 09: one conversation with a model, through the vendor's official SDK.
 
-The host shows the model its tools, asks, and reads the calls back; then it writes every result into
-the history under the id the model gave the call. Two classes do this, one per SDK, with the same
-two methods:
-
-* ``ask()`` sends the history and returns a ``ModelReply``: the round's calls (``ToolCall``) and
-  refusals (``Refusal``), the model's text and its stop reason. Calls are read by the course's own
-  readers (``toolkit.wire.openai_calls`` / ``anthropic_calls``), so a response cut at its token
-  limit refuses every call in it.
-* ``answer(items, results)`` echoes the assistant turn (refused calls included, with their raw
-  arguments) and one result per call id: a ``role: "tool"`` message each for OpenAI, one user turn
-  of ``tool_result`` blocks (``is_error`` unless it succeeded) for Anthropic.
-
-With ``stream=True`` the SDK's raw events go, one by one, into the course's stream readers
-(``toolkit.wire.OpenAIStream`` / ``AnthropicStream``, built on the assembler): nothing is handed to
-the host before the completion event, and a stream that ends without one refuses its calls. A
-streamed reply is read only while it stays inside the host's caps (``toolkit._caps``: its text, its
-calls' argument bytes, and ``deadline`` seconds, kept by a timer even when the SDK yields nothing,
-e.g. pings); past one the host closes the stream, refuses its calls and says why in
-``ModelReply.stop``.
+One class per SDK, with the same two methods: ``ask()`` sends the history and returns a
+``ModelReply`` whose calls the course's own readers parsed (``toolkit.wire.openai_calls`` /
+``anthropic_calls``; a reply cut at its token limit refuses them), and ``answer(items, results)``
+echoes the assistant turn and one result per call id. With ``stream=True`` the SDK's events go into
+the course's stream readers: nothing reaches the host before the completion event, and a reply past
+a cap of ``toolkit._caps`` or its ``deadline`` (a timer, even when the SDK yields nothing) is
+closed, its calls refused, the reason in ``ModelReply.stop``.
 """
 from __future__ import annotations
 

@@ -4,18 +4,15 @@
 
     for each round, while the round budget lasts:
         reply = ask the model; a dropped connection, a 429 or a 5xx waits what chapter 06's
-                controller decides (full jitter, at least the endpoint's Retry-After), then asks again,
-                until the host's retry budget is spent: then the run stops with one line
+                controller decides (at least the endpoint's Retry-After), until the budget is spent
         a reply past a cap of toolkit._caps or its deadline: nothing in it runs; stop, with one line
         if the model asked for nothing: its text is the answer; stop (saying so if it never called)
         refused while reading (cut, unparseable, reused id): answered at once, never run
-        the other calls: one round, scheduled by the resources they touch (toolkit.wire.run_round),
-                         each checked by the contract and, if not safe to repeat, run through the ledger
+        the other calls: one round (toolkit.wire.run_round), each checked by the contract and, if
+                         not safe to repeat, run through the ledger
         write back the assistant turn and one result per call id
 
-``ModelPolicy`` is the same model as a policy for the course's own ``toolkit.kernel.evaluate`` loop,
-beside ``ScriptedPolicy``: it hands the loop one call at a time and sends the loop's results back
-when a round is spent. Nothing about the loop's rules changes; only who proposes.
+``ModelPolicy`` puts the model in ``ScriptedPolicy``'s place for ``toolkit.kernel.evaluate``.
 """
 from __future__ import annotations
 

@@ -4,18 +4,11 @@
         server.tools()                               # tools/list: mcp.types.Tool values
         server.call("read_file", {"path": "a.txt"})  # tools/call: an mcp.types.CallToolResult
 
-The SDK's ``stdio_client`` and ``ClientSession`` are async context managers that must be entered and
-left in the same task. A notebook cell already runs an event loop, and a host's tool runs
-synchronously, so the session lives in one task of an event loop in its own thread, from
-``__enter__`` to ``__exit__``; each call is handed to that loop and waited for. Leaving the ``with``
-block closes the session, which stops the server process the SDK started (and the thread).
-``start()`` launches the server without waiting, so a server can boot in the background while other
-work runs; its ``with`` block then waits until it is ready.
-
-Hardening: a call waits at most ``timeout`` seconds (``TimeoutError``); a server that fails to start
-raises ``ConnectionError`` with one line, not a traceback; the server's stderr goes to a temporary
-file (``server_log()`` reads it), not into the notebook cell, and the file is removed when the
-connection closes.
+The SDK's async context managers must be entered and left in one task, and a notebook cell already
+runs a loop: so the session lives in an event loop in its own thread from ``__enter__`` to
+``__exit__``, each call handed to it and waited for (at most ``timeout`` seconds). Leaving the block
+stops the server and the thread; ``start()`` boots the server in the background. A server that fails
+to start is a one-line ``ConnectionError``; its stderr goes to a temporary file (``server_log()``).
 """
 from __future__ import annotations
 

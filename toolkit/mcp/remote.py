@@ -2,23 +2,13 @@
 
     proposal -> host.check (schema, permissions, preconditions, approval) -> ledger -> tools/call -> ToolResult
 
-``McpHost`` reads a server's tools (``tools/list``), adopts each one as a contract
-(``toolkit.mcp.adoption``) and declares them in an ordinary ``toolkit.kernel.Host``. A call then
-meets the same layers as any tool's: it is checked first; a call that needs approval asks
-``approve`` (a person, or a test) and runs only with a yes; a tool that is not safe to repeat goes
-through the ledger (``toolkit.effects``), so a retried call id or key replays the first result
-instead of sending a second tools/call. Only a legal call reaches the server. ``sent`` counts what
-did.
-
-The server's answer comes back as the course's ``ToolResult``: its ``structuredContent`` (or its
-text) is the output; ``isError: true`` is a failed call carrying the server's first line of text,
-cut short.
-
-Hardening: a server's listing and answers are a stranger's text. A tool the host cannot adopt, or
-whose name the listing repeats, is left out with its reason (``skipped``). An answer over
-``MAX_ANSWER_BYTES`` is refused, and every answer is redacted like any other value the host shows
-(``toolkit._show``): fields the contract marks secret or whose name looks secret, and anything
-shaped like a credential, before the model, the ledger or the log sees it.
+``McpHost`` adopts each listed tool as a contract (``toolkit.mcp.adoption``) in a ``Host``: a call
+is checked first, asks ``approve`` when it needs approval, and goes through the ledger when
+it is not safe to repeat; only a legal call reaches the server (``sent`` counts them). The answer is
+a ``ToolResult``: ``structuredContent`` (or the text) as output; ``isError`` a failure with the
+server's first line. A server's text is a stranger's: tools it cannot adopt or lists twice are
+``skipped`` with a reason, an answer over ``MAX_ANSWER_BYTES`` is refused, every answer is redacted
+(``toolkit._show``) before the model, the ledger or the log sees it.
 """
 from __future__ import annotations
 

@@ -3,21 +3,11 @@
     tools/list  -> one entry per contract: its name, description and argument schema, as declared
     tools/call  -> host.execute(ToolCall(name, arguments, call id)): the three tests, then run or refuse
 
-A refusal is still a result, never a protocol error: a ``CallToolResult`` with ``isError: true``,
-the course's ``ToolResult`` dict as ``structuredContent`` (code, pointer, hint: what the model needs
-to repair the call) and one short line of text for clients that read only text. An unknown tool is
-refused by the host's own unknown-tool test, which names the nearest declared tools.
-
-The server is the SDK's low-level ``Server``: it validates nothing itself, so everything a call
-meets is the contract (``toolkit.kernel.check``).
-
-Hardening below the rule: no refusal leaves the server with the workspace's absolute path in it
-(``without_root`` replaces it by ``<workspace>``, on every string of every error result, whatever
-built it); a handler that raises answers a generic ``isError`` result instead of ``str(exc)``; the
-host's log keeps the last ``LOG_KEEP`` attempts, each with what audit needs (ids, names, verdicts,
-status, the output's size and SHA-256) and never the output itself, so a long-running server stays
-flat however much it reads. Started, the server says once on stderr that it is serving and on which
-workspace (stdout is the protocol).
+A refusal is a result, never a protocol error: ``isError: true``, the ``ToolResult`` dict as
+``structuredContent`` (code, pointer, hint) and one line of text. The SDK's low-level ``Server``
+validates nothing, so all a call meets is the contract. No refusal carries the workspace's path
+(``without_root``), a handler that raises answers a generic error, and the log keeps the last
+``LOG_KEEP`` attempts, each output as its size and SHA-256 (``audit_copy``).
 
     python -m toolkit.mcp serve --workspace DIR [--tools read_file,edit_file,inspect_exports]
 """
