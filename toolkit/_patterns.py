@@ -45,11 +45,8 @@ def pattern_matches(pattern: str, text: str) -> bool:
 
 
 def schema_patterns(schema: Any, _depth: int = 0) -> Iterator[str]:
-    """Every regular expression in ``schema``: ``pattern`` values and ``patternProperties`` names.
-
-    Only schema positions are walked, so a property *called* ``pattern`` or a ``pattern`` key inside
-    ``examples`` or ``const`` is not mistaken for one.
-    """
+    """Every regular expression in ``schema`` (``pattern`` values and ``patternProperties`` names),
+    walking schema positions only: a property *called* ``pattern`` is not one."""
     if not isinstance(schema, Mapping) or _depth > 64:
         return
     if isinstance(schema.get("pattern"), str):

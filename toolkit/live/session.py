@@ -85,10 +85,7 @@ class LiveRound:
 @dataclass
 class LiveRun:
     """A whole task: its rounds, whether the model finished inside the budget, and its final text.
-
-    ``stop`` says why the host stopped reading a reply (a cap or the deadline); ``recorded`` marks
-    a run served from a recording, whose final words were written beforehand, not from the files.
-    """
+    ``stop``: why the host stopped reading a reply; ``recorded``: served from a recording."""
 
     rounds: list[LiveRound] = field(default_factory=list)
     finished: bool = False
@@ -193,11 +190,8 @@ def run_task(chat: Any, host: Host, ledger: Any = None, *, max_rounds: int = 8, 
 class ModelPolicy:
     """A real model as a policy for ``toolkit.kernel.evaluate``: one call per step, results sent back per round.
 
-    Calls the reader refused are answered by the policy itself (they never
-    reach the loop); the others are proposed in the model's order and the
-    loop checks and runs each. ``max_rounds`` bounds the requests; ``answer``
-    holds the model's final text once it stops.
-    """
+    Refused calls are answered by the policy (they never reach the loop); ``max_rounds`` bounds the
+    requests; ``answer`` holds the model's final text once it stops."""
 
     def __init__(self, chat: Any, *, max_rounds: int = 8, retries: int = 2,
                  sleep: Callable[[float], Any] = time.sleep, seed: int = 0):

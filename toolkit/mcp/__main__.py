@@ -42,10 +42,9 @@ __all__: list[str] = []   # a command, not a library: nothing to import from her
 def exit_promptly(status: int) -> None:
     """End this server process at once with ``status``: the client waits for the exit when it closes.
 
-    The interpreter's own teardown of a process that has imported the MCP SDK takes about 0.1 s, and a
-    served process has nothing left to finish: each call closes its files, the host's log is in memory,
-    and stdout and stderr are flushed here. Only the command does this, never an imported function.
-    """
+    The interpreter's teardown after the MCP SDK takes about 0.1 s, and a served process has nothing
+    left to finish (files closed, the log in memory, output flushed here). Only the command does
+    this."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)

@@ -50,16 +50,11 @@ class McpConnection:
 
     # -- the session's life -----------------------------------------------------
     def start(self) -> "McpConnection":
-        """Start the server and the handshake without waiting for them; returns ``self``.
+        """Start the server and the handshake without waiting; returns ``self``. The ``with`` block
+        that follows waits until it is ready (and stops it at the end)::
 
-        The ``with`` block that follows waits until the server is ready (and stops it at the end), so a
-        caller can start several servers at once, or start one early and use it later::
-
-            course = McpConnection.stdio(command).start()   # starting in the background
-            ...                                              # other work meanwhile
-            with course as server:                           # ready here; stopped when the block ends
-                server.call("read_file", {"path": "a.txt"})
-        """
+            with McpConnection.stdio(command).start() as server:   # booted in the background
+                server.call("read_file", {"path": "a.txt"})"""
         if self._loop is not None:
             raise RuntimeError("this MCP connection is already open")
         try:
@@ -160,12 +155,9 @@ class McpConnection:
     def tools(self) -> list[Any]:
         """tools/list, every page: the server's tools as ``mcp.types.Tool`` values.
 
-        The SDK refuses a whole listing for one entry it cannot read (an ``inputSchema`` that is
-        not an object); such a listing is read again raw: each entry the SDK reads becomes a
-        ``Tool``, one it cannot read stays the plain dict it was, for the host to leave out with its
-        reason. Where the SDK offers no raw read, the server is refused with one line
-        (``ConnectionError``).
-        """
+        A listing the SDK refuses for one unreadable entry is read again raw: each entry it cannot
+        read stays a dict, for the host to leave out with its reason (no raw read: a one-line
+        ``ConnectionError``)."""
         from mcp import types
         from pydantic import ValidationError
 
@@ -201,11 +193,8 @@ class McpConnection:
 
 
 def _readable(session: Any, entries: Any) -> list[Any]:
-    """Raw listing entries as ``mcp.types.Tool`` where the SDK reads them, else the dicts they were.
-
-    The tools read are handed to the session as a listing (the SDK checks a tool's answers against
-    the output schema it listed, and would list again, and fail again, for a tool it has not seen).
-    """
+    """Raw listing entries as ``mcp.types.Tool`` where the SDK reads them, else the dicts they were
+    (handed to the session as its listing, so the SDK checks answers against the schema it read)."""
     from mcp import types
 
     out = []

@@ -28,13 +28,9 @@ Approver = Callable[[ToolCall, Contract], bool]
 
 
 def remote_output(result: Any, secret_fields: Iterable[str] = ()) -> Any:
-    """A ``CallToolResult``'s payload, redacted: its structured content, else ``{"text": ...}``.
-
-    ``isError: true`` raises ``ToolFailure`` (a failed call), carrying the server's text redacted
-    and cut short; so does an answer over ``MAX_ANSWER_BYTES``. Redaction is the host's one way to
-    make a value safe to keep, ``toolkit._show.redact_arguments``: secret-named fields, the
-    contract's ``secret_fields``, credential shapes.
-    """
+    """A ``CallToolResult``'s payload, redacted (``toolkit._show.redact_arguments``): its structured
+    content, else ``{"text": ...}``. ``isError: true`` or an answer over ``MAX_ANSWER_BYTES`` raises
+    ``ToolFailure``, carrying the server's text redacted and cut short."""
     content = getattr(result, "content", None) or []
     texts = [getattr(c, "text", "") for c in content if getattr(c, "type", "") == "text"]
     if getattr(result, "is_error", False):
