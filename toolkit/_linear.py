@@ -10,8 +10,7 @@ only on the set of texts it accepts, so greedy or lazy, capturing or not, the an
 
 What RE2 cannot run in linear time is refused when a contract is declared, with the reason:
 lookaround and backreferences (I-Regexp, RFC 9485, the interoperable subset for JSON, leaves them
-out too), a repetition over 1000, a program too large, a property RE2 does not know.
-"""
+out too), a repetition over 1000, a program too large, a property RE2 does not know."""
 from __future__ import annotations
 
 from functools import lru_cache

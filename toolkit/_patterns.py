@@ -2,13 +2,9 @@
 
 Python's ``re`` reads the same text differently: ``$`` also matches before a final newline and
 ``\\d`` matches any Unicode digit (``order-٣`` passes ``^order-\\d+$``). So patterns are compiled by
-``regress``, a binding of an ECMA-262 engine, with the ``u`` flag JSON Schema recommends: ``$`` is
-the end of the text, ``\\d`` is 0-9, and ``\\p{L}`` means a letter. A pattern that engine cannot
+``regress``, an ECMA-262 engine, with the ``u`` flag JSON Schema recommends. A pattern it cannot
 compile is the contract's mistake, reported when the contract is declared (``pattern_problems``),
-never as an exception while a call is checked. A pattern is *run* by RE2, rewritten to mean the same
-(``toolkit._linear``), so no text makes a check backtrack: a pattern RE2 cannot run that way
-(lookaround, a backreference) is refused when declared too.
-"""
+never while a call is checked; a pattern is *run* by RE2 (``toolkit._linear``)."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -34,8 +30,7 @@ def ecma_regex(pattern: str) -> Any:
 def pattern_matches(pattern: str, text: str) -> bool:
     """True when ``pattern`` matches somewhere in ``text`` (JSON Schema patterns are not anchored).
 
-    Linear in ``text``: the ECMA-262 meaning, run by RE2 (``toolkit._linear``).
-    """
+    Linear in ``text``: the ECMA-262 meaning, run by RE2 (``toolkit._linear``)."""
     from toolkit._linear import linear_regex
 
     try:

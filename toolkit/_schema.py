@@ -8,8 +8,7 @@ field itself; what it echoes back is redacted and short.
 
 A schema never reaches out: a ``$ref`` must point inside the schema itself (``#/$defs/...``), which
 is checked when the schema is declared (``declaration_problems``), and the validator's registry
-retrieves nothing, so no check fetches a URL, opens a file or waits on a socket.
-"""
+retrieves nothing, so no check fetches a URL, opens a file or waits on a socket."""
 from __future__ import annotations
 
 import itertools
@@ -258,8 +257,7 @@ _ERRORS_LOOKED_AT = 1000
 def schema_errors(validator: Any, arguments: dict, secret_fields: Iterable[str] = ()) -> list[ToolError]:
     """All schema errors for ``arguments``, each naming its own field; empty when the shape is right.
 
-    At most ``MAX_ERRORS_PER_CALL`` are listed: past that, the last one counts the rest.
-    """
+    At most ``MAX_ERRORS_PER_CALL`` are listed: past that, the last one counts the rest."""
     if validator.is_valid(arguments):
         return []
     fields = tuple(secret_fields)

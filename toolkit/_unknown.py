@@ -4,8 +4,7 @@
     second_action(call, first, key) = the refusal while ``first``'s outcome is unknown
 
 ``toolkit.kernel.Host.execute`` keeps the rule: it remembers the slot of a keyed call that timed
-out and refuses the same slot under another key until the original key brings an answer.
-"""
+out and refuses the same slot under another key until the original key brings an answer."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,7 +1,6 @@
 """A real model at the boundary (chapter 09): the official SDKs driving the same loop, offline on recordings.
 
-Each name below is defined in the module it is listed under; that module loads on first use.
-"""
+Each name below is defined in the module it is listed under; that module loads on first use."""
 from toolkit._exports import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {

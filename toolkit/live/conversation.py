@@ -6,8 +6,7 @@ One class per SDK, with the same two methods: ``ask()`` sends the history and re
 echoes the assistant turn and one result per call id. With ``stream=True`` the SDK's events go into
 the course's stream readers: nothing reaches the host before the completion event, and a reply past
 a cap of ``toolkit._caps`` or its ``deadline`` (a timer, even when the SDK yields nothing) is
-closed, its calls refused, the reason in ``ModelReply.stop``.
-"""
+closed, its calls refused, the reason in ``ModelReply.stop``."""
 from __future__ import annotations
 
 import contextlib

@@ -1,15 +1,12 @@
 """Chapter 09: a tool declared from a typed Python function, with its permissions and risk written beside it.
 
-The MCP SDK and pydantic-ai let a function become a tool with one decorator. The course's version keeps the
-contract in view: the decorator takes the contract's fields (permissions, risk, retry, ...; the defaults
-are ``Contract``'s safe, read-only ones) and the schema comes from ``Contract.from_function``::
+The MCP SDK and pydantic-ai make a function a tool with one decorator; the course's keeps the
+contract in view: the decorator takes the contract's fields (``Contract``'s safe defaults) and the
+schema comes from ``Contract.from_function``. The host checks every call before the function runs::
 
     @contract_tool(permissions=("notes.read",), risk_category="none")
     def word_count(path: str, min_length: int = 1) -> dict:
         "Count the words in a note."
-
-The result is a ``toolkit.kernel.Tool``: the host checks every call against its contract before the function
-runs, and the function is called with the validated arguments as keywords.
 """
 from __future__ import annotations
 

@@ -4,8 +4,7 @@ Offline, the chapter runs the very client code a live run uses: ``httpx2.MockTra
 SDK's request with the next recorded body. The recordings (``toolkit/live/recordings``) are written
 by hand in each vendor's documented wire format, never captured from a model; ``recording`` checks
 every body against the SDK's own types before it is served, and ``ReplayServer`` keeps every request
-body the SDK sent, so a test can read exactly what went back to the model.
-"""
+body the SDK sent, so a test can read exactly what went back to the model."""
 from __future__ import annotations
 
 import json

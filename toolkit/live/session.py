@@ -12,8 +12,7 @@
                          not safe to repeat, run through the ledger
         write back the assistant turn and one result per call id
 
-``ModelPolicy`` puts the model in ``ScriptedPolicy``'s place for ``toolkit.kernel.evaluate``.
-"""
+``ModelPolicy`` puts the model in ``ScriptedPolicy``'s place for ``toolkit.kernel.evaluate``."""
 from __future__ import annotations
 
 import json

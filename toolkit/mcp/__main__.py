@@ -2,8 +2,7 @@
 
     python -m toolkit.mcp serve --workspace DIR [--tools read_file,edit_file,inspect_exports]
 
-Exit 2 with one line on stderr when the workspace is not a folder or a tool name is unknown.
-"""
+Exit 2 with one line on stderr when the workspace is not a folder or a tool name is unknown."""
 from __future__ import annotations
 
 import argparse

@@ -10,8 +10,7 @@ so its hints only add caution; the host's ``Trust`` lifts a safeguard. A tool in
 Every adopted schema is closed (no ``additionalProperties``, ``patternProperties`` or
 ``unevaluatedProperties`` reopen it); a schema that is not an object schema, holds a ``$ref``, a
 pattern not checkable in linear time, or compiles in no validator leaves the tool out, with a
-reason.
-"""
+reason."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -121,8 +121,7 @@ class McpConnection:
         """Enter the SDK's context managers, signal ready, wait for ``__exit__``, leave them (one task).
 
         The SDK is already imported (``start`` does it in the caller's thread), so while the server process
-        boots this thread only waits on pipes, and the caller's thread runs on undisturbed.
-        """
+        boots this thread only waits on pipes, and the caller's thread runs on undisturbed."""
         from mcp import ClientSession
         from mcp.client.stdio import StdioServerParameters, stdio_client
 

@@ -8,8 +8,7 @@ it is not safe to repeat; only a legal call reaches the server (``sent`` counts 
 a ``ToolResult``: ``structuredContent`` (or the text) as output; ``isError`` a failure with the
 server's first line. A server's text is a stranger's: tools it cannot adopt or lists twice are
 ``skipped`` with a reason, an answer over ``MAX_ANSWER_BYTES`` is refused, every answer is redacted
-(``toolkit._show``) before the model, the ledger or the log sees it.
-"""
+(``toolkit._show``) before the model, the ledger or the log sees it."""
 from __future__ import annotations
 
 import json

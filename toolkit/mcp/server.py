@@ -58,8 +58,7 @@ def tool_listing(host: Host) -> list[Any]:
     """tools/list: each declared contract as an ``mcp.types.Tool`` (its schema exactly as the contract has it).
 
     The annotations are the vendor table's (``toolkit.wire.mcp_annotations``), read off the contract, so a
-    client that shows hints shows the contract's own words.
-    """
+    client that shows hints shows the contract's own words."""
     from mcp import types
 
     listing = []
@@ -181,8 +180,7 @@ def registration(workspace: Path | str, tools: Iterable[str] = ("read_file",), p
                  name: str = "course-files") -> dict[str, Any]:
     """The JSON an MCP client (Claude Desktop, an IDE, ``mcp`` clients) reads to start this server.
 
-    ``python`` must be the interpreter that has this package installed (a venv's ``bin/python``).
-    """
+    ``python`` must be the interpreter that has this package installed (a venv's ``bin/python``)."""
     args = ["-m", "toolkit.mcp", "serve", "--workspace", str(workspace)]
     tools = list(tools)
     if tools != ["read_file"]:
