@@ -64,6 +64,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
                       "RemoteTimeout", "TimeoutDecision", "TimeoutRuntime"),
     "ledger_race": ("race",),
     "ledger_scene": ("deliver", "LostAnswer", "new_books", "ORDER_432", "retry_variants"),
+    "rungs": ("explain", "ladder", "RungStep"),
     "round_scene": ("FileRound", "ROUND_FILES", "SlowDisk", "write_file_contract"),
     "scratch": ("ScratchFolder",),
     "scripted": ("ScriptedPolicy",),
