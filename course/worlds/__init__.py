@@ -41,6 +41,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "crash": ("run_scenario", "run_scenarios"),
     "crash_agents": ("agent", "CRASH_POINTS", "die_at", "EventLog", "KEY", "KILLED", "MODES", "ORDER"),
     "crash_designs": ("AGENT_TEXT", "crash_matrix", "guarded_run", "GuardedRun", "IN_MEMORY", "matrix_table"),
+    "declare": ("contract_tool",),
     "demo_servers": ("demo_server_command", "naive_server", "stored_tickets", "TICKETS_FILE", "tickets_server"),
     "demo_tree": ("attempt", "Attempted", "common_errors", "demo_workspace", "DemoRequest", "DemoTree", "FILES",
                   "HOSTILE", "LINK_OUT", "REQUESTS", "SECRETS"),

@@ -6,7 +6,6 @@ from toolkit._exports import lazy_exports
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "cli": ("command_parser", "live_command"),
     "conversation": ("AnthropicChat", "chat_for", "ModelReply", "OpenAIChat"),
-    "declare": ("contract_tool",),
     "endpoint": ("Endpoint", "endpoint_from", "failure_line", "is_transient", "key_found", "LIVE_VENDORS",
                  "LiveConfigError", "make_client", "retry_after"),
     "replay": ("check_body", "recorded_stream", "recording", "recording_names", "replay_server", "ReplayServer",

@@ -6,6 +6,7 @@ Exit 2 with one line on stderr when the workspace is not a folder or a tool name
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -29,10 +30,8 @@ def serve_command(argv: list[str] | None = None) -> int:
     if not Path(args.workspace).is_dir():
         print("error: --workspace must name an existing folder", file=sys.stderr)
         return 2
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         serve_stdio(args.workspace, names)
-    except KeyboardInterrupt:
-        return 0
     return 0
 
 
