@@ -6,9 +6,8 @@ pattern means what ECMA-262 says (``$`` is the end of the text, ``\\d`` is 0-9: 
 ``toolkit._patterns``). Every failure becomes a ``ToolError`` whose pointer names the offending
 field itself; what it echoes back is redacted and short.
 
-A schema never reaches out: a ``$ref`` must point inside the schema itself (``#/$defs/...``), which
-is checked when the schema is declared (``declaration_problems``), and the validator's registry
-retrieves nothing, so no check fetches a URL, opens a file or waits on a socket."""
+A schema never reaches out: a ``$ref`` points inside it (``#/$defs/...``, ``declaration_problems``)
+and the validator's registry retrieves nothing: no check fetches a URL, a file or a socket."""
 from __future__ import annotations
 
 import itertools

@@ -1,4 +1,4 @@
-"""Chapter 01: the path ladder climbed in the open: each rung's verdict on one path, as a notebook prints it."""
+"""Chapter 01: the path ladder climbed in the open: each rung's verdict on one path, printed."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,11 +17,12 @@ class RungStep:
     detail: str = ""
 
     def __str__(self) -> str:
-        return f"rung {self.rung} {RUNG_NAMES[self.rung]:<8} {self.outcome:<11} {self.detail}".rstrip()
+        name = RUNG_NAMES[self.rung]
+        return f"rung {self.rung} {name:<8} {self.outcome:<11} {self.detail}".rstrip()
 
 
 def ladder(ws: Workspace, path: object) -> list[RungStep]:
-    """Run the rungs of ``ws`` in order and say what each decided (a refused rung stops the climb)."""
+    """Climb the rungs of ``ws`` in order and say what each decided (a refusal stops the climb)."""
     steps: list[RungStep] = []
     try:
         steps.append(RungStep(1, "pass", repr(str(rule.check_lexical(ws.root, path)))))

@@ -17,9 +17,9 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from toolkit.kernel import Contract, Refusal, ToolCall, ToolError, ToolResult, completion_problem
 from toolkit._caps import MAX_REPLY_ARGUMENT_BYTES, MAX_REPLY_TEXT_CHARS, REPLY_DEADLINE
 from toolkit._stream_guards import over_cap
-from toolkit.wire import (AnthropicStream, OpenAIStream, anthropic_assistant_message, anthropic_calls,
-                          anthropic_tool_results, openai_assistant_message, openai_calls, openai_tool_messages,
-                          tools_for)
+from toolkit.wire import (AnthropicStream, OpenAIStream, anthropic_assistant_message,
+                          anthropic_calls, anthropic_tool_results, openai_assistant_message,
+                          openai_calls, openai_tool_messages, tools_for)
 from toolkit._ids import IdMap
 
 

@@ -20,8 +20,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from toolkit.kernel import (Contract, FailureClass, Host, Jitter, Refusal, Retry, RetryController, RetryPolicy,
-                            State, Status, ToolCall, ToolError, ToolResult, invoke_with_ledger, request)
+from toolkit.kernel import (Contract, FailureClass, Host, Jitter, Refusal, Retry, RetryController,
+                            RetryPolicy, State, Status, ToolCall, ToolError, ToolResult,
+                            invoke_with_ledger, request)
 from toolkit._caps import MAX_RETRY_AFTER, MAX_SUMMARY_CHARS
 from toolkit._show import call_line
 from toolkit.live import ModelReply, failure_line, is_transient, retry_after
@@ -154,10 +155,8 @@ def ask_with_budget(chat: Any, retries: int, *, sleep: Callable[[float], Any] = 
 def run_task(chat: Any, host: Host, ledger: Any = None, *, max_rounds: int = 8, retries: int = 2,
              on_round: Callable[[LiveRound], None] | None = None, timeout: float | None = 60.0,
              sleep: Callable[[float], Any] = time.sleep, seed: int = 0) -> LiveRun:
-    """Run the task in ``chat`` against the model until it answers or ``max_rounds`` requests are spent.
-
-    ``retries``, ``sleep`` and ``seed`` are each request's retry budget, waiting and jitter (``ask_with_budget``).
-    """
+    """Run the task in ``chat`` until the model answers or ``max_rounds`` requests are spent;
+    ``retries``, ``sleep``, ``seed``: per request, as ``ask_with_budget`` takes them."""
     run = LiveRun()
     execute = lambda call: invoke_with_ledger(host, call, ledger)  # noqa: E731 - the ledger decides, per contract
     for number in range(1, max_rounds + 1):

@@ -178,9 +178,8 @@ def without_root(value: Any, roots: Iterable[str]) -> Any:
 
 def registration(workspace: Path | str, tools: Iterable[str] = ("read_file",), python: str = "python",
                  name: str = "course-files") -> dict[str, Any]:
-    """The JSON an MCP client (Claude Desktop, an IDE, ``mcp`` clients) reads to start this server.
-
-    ``python`` must be the interpreter that has this package installed (a venv's ``bin/python``)."""
+    """The JSON an MCP client (Claude Desktop, an IDE) reads to start this server; ``python`` is
+    the interpreter that has this package installed (a venv's ``bin/python``)."""
     args = ["-m", "toolkit.mcp", "serve", "--workspace", str(workspace)]
     tools = list(tools)
     if tools != ["read_file"]:
