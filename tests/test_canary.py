@@ -18,6 +18,7 @@ from typing import Any, Callable
 import pytest
 
 import toolkit as tk
+from course.worlds import ScriptedPolicy
 from toolkit.kernel import Contract, Retry, ToolFailure, Status, FailureClass
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,7 +161,7 @@ def place_call_summary() -> str:
 def place_loop_transcript() -> str:
     host = host_for(failing_tools()["failure"])
     script = [tk.request("send_report", GOOD, call_id="p1"), tk.request("send_report", BAD_TYPES, call_id="p2")]
-    state = tk.evaluate(tk.State("send the report"), tk.ScriptedPolicy(script), host, tk.MemoryLedger())
+    state = tk.evaluate(tk.State("send the report"), ScriptedPolicy(script), host, tk.MemoryLedger())
     return "\n".join(state.transcript()) + as_text(state)
 
 

@@ -20,6 +20,7 @@ import nbformat
 import pytest
 
 import toolkit as tk
+from course.worlds import ScriptedPolicy
 from toolkit import wire as v
 from toolkit._ids import IdMap
 from toolkit.effects import AuditLog, run_audited
@@ -29,7 +30,7 @@ from course.present import transaction_diagram as td
 from course.present.read_file_panel import ReadFilePanel
 from course.present.svg import AMBER, RED
 from course.worlds import FILES, HOSTILE, REQUESTS, SECRETS, attempt, demo_workspace
-from toolkit.files import files_opened, recording_opens
+from course.worlds import files_opened, recording_opens
 from toolkit.effects import TRANSITIONS, RecordState
 from toolkit._schema import compile_schema, schema_errors
 from toolkit.kernel import Assembler
@@ -95,7 +96,7 @@ def test_a_model_that_only_talks_reads_nothing_and_a_tool_call_leaves_evidence(t
 
     with recording_opens() as acted:
         state = tk.evaluate(tk.State("Read the config file for me."),
-                            tk.ScriptedPolicy([tk.request("read_file", {"path": "src/config.ts"}, call_id="call_1")]),
+                            ScriptedPolicy([tk.request("read_file", {"path": "src/config.ts"}, call_id="call_1")]),
                             host)
     assert len(host.log) == 1 and files_opened(acted) == ["config.ts"]
     result = state.last.result

@@ -13,6 +13,7 @@ import nbformat
 import pytest
 
 import toolkit as tk
+from course.worlds import ScriptedPolicy
 from course.worlds import agent427 as a
 from course.worlds import correct_step, Episode, format_call, inspect_step
 from course.worlds import compare_masking, generate
@@ -173,7 +174,7 @@ def test_corrected_proposal_is_legal_and_makes_exactly_the_edit_asked_for(ws):
 def test_the_episode_through_evaluate_with_the_scripted_policy(ws):
     host = a.episode_host(ws)
     before = a.read_build_script(ws)
-    policy = tk.ScriptedPolicy([a.first_proposal("call_1"), inspect_step, correct_step])
+    policy = ScriptedPolicy([a.first_proposal("call_1"), inspect_step, correct_step])
     state = tk.evaluate(tk.State(a.TASK), policy, host)
     assert state.done and [o.kind for o in state.observations] == ["rejected", "result", "result"]
     assert [o.call.name for o in state.observations] == ["edit_file", "inspect_exports", "edit_file"]

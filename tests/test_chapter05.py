@@ -12,6 +12,7 @@ import nbformat
 import pytest
 
 import toolkit as tk
+from course.worlds import ScriptedPolicy
 from course.worlds import CREATE_INVOICE, Books
 from course.worlds import (CRASH_POINTS, KEY, ORDER, crash_matrix, create_issue_illustration, matrix_table, race,
                             run_scenario, run_scenarios)
@@ -294,7 +295,7 @@ def test_inquiry_replays_and_new_proposal_duplicates():
     for label, retry in (("inquiry", inquiry), ("proposal", fresh)):
         books = new_books()
         host = tk.Host.of([tk.Tool(CREATE_INVOICE, books.issue)], agent, books)
-        tk.evaluate(tk.State("t"), tk.ScriptedPolicy([original, retry]), host, tk.MemoryLedger())
+        tk.evaluate(tk.State("t"), ScriptedPolicy([original, retry]), host, tk.MemoryLedger())
         counts[label] = len(books.invoices)
     assert counts == {"inquiry": 1, "proposal": 2}
 

@@ -14,7 +14,7 @@ from toolkit.effects import run_with_retries
 from course.worlds import arrival_times, jitter_waits, peak_load, plan_rows
 from course.worlds import CREATE_INVOICE
 from toolkit.kernel import NEXT_STEP
-from toolkit._failures import MEANING, POINTS_AT
+from course.worlds import MEANING, POINTS_AT
 from course.present import formulas
 from course.present.backoff_panel import BackoffPanel, plan_text
 from course.present.retry_plots import herd_svg
@@ -276,4 +276,4 @@ def test_notebook_computes_arrivals_and_shows_the_failure_table_from_the_toolkit
     sources = [c.source for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
     for name in ("MEANING", "POINTS_AT"):
         assert not any(re.search(rf"^{name}\s*=\s*\{{", src, re.MULTILINE) for src in sources), \
-            f"{name} comes from toolkit.kernel.call, not a dict typed in the notebook"
+            f"{name} comes from course.worlds, not a dict typed in the notebook"

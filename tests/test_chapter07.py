@@ -14,7 +14,7 @@ from toolkit.kernel import RetryPolicy, RetryController
 from course.worlds import LOOKUP_CUSTOMER, AuditScene, invoice_arguments
 from course.worlds.deploy import HEALTHY
 from course.worlds import compare_adapters, run_deploy_episode, rushed_versions
-from toolkit.effects import Rate
+from course.worlds import Rate
 from course.worlds import MALFORMED, drift, simulate_log
 from toolkit.effects import FINAL, TRANSITIONS, IllegalTransition, RecordState, open_record
 

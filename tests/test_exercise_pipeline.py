@@ -661,7 +661,7 @@ def test_another_correct_style_passes(stem, style, old, new):
 
 def test_the_witness_tells_a_missing_file_inside_from_an_open_outside(tmp_path):
     """Exercise 01's open-and-catch answer: a failed open of a missing file inside reads nothing; outside is a fault."""
-    from toolkit.files import files_opened, opened_outside, recording_opens
+    from course.worlds import files_opened, opened_outside, recording_opens
 
     inside, beside = tmp_path / "ws", tmp_path / "ws_evil"
     inside.mkdir()

@@ -1,5 +1,6 @@
 """The evaluate loop: refusal is a normal transition, and the ledger stands between retries and effects."""
 import toolkit as tk
+from course.worlds import ScriptedPolicy
 from course.worlds import CREATE_INVOICE, Books
 
 ARGS = {"order_id": "order-431", "amount": 100, "currency": "EUR", "idempotency_key": "invoice:order-431:v1"}
@@ -19,7 +20,7 @@ def test_rejection_becomes_an_observation_and_the_policy_corrects_itself():
         assert last.kind == "rejected" and last.result.reason == "missing_required"
         return tk.request("create_invoice", ARGS, call_id="c2", idempotency_key=ARGS["idempotency_key"])
 
-    policy = tk.ScriptedPolicy([tk.request("create_invoice", {"order_id": "order-431"}, call_id="c1"), correct])
+    policy = ScriptedPolicy([tk.request("create_invoice", {"order_id": "order-431"}, call_id="c1"), correct])
     state = tk.evaluate(tk.State("invoice order 431"), policy, host, tk.MemoryLedger())
     assert state.done and [o.kind for o in state.observations] == ["rejected", "result"]
     assert state.observations[1].result.status is tk.Status.SUCCEEDED
@@ -30,7 +31,7 @@ def test_retry_with_the_same_key_replays_and_does_not_duplicate():
     host, books = setup()
     ledger = tk.MemoryLedger()
     call = tk.request("create_invoice", ARGS, idempotency_key=ARGS["idempotency_key"])
-    state = tk.evaluate(tk.State("t"), tk.ScriptedPolicy([call, call]), host, ledger)
+    state = tk.evaluate(tk.State("t"), ScriptedPolicy([call, call]), host, ledger)
     assert len(ledger) == 1 and len(books.invoices) == 1
     assert state.observations[0].result == state.observations[1].result
 
@@ -39,14 +40,14 @@ def test_retry_without_the_original_key_is_a_new_proposal():
     host, books = setup()
     first = tk.request("create_invoice", ARGS, call_id="a")
     fresh = tk.request("create_invoice", {**ARGS, "idempotency_key": "invoice:order-431:v2"}, call_id="b")
-    tk.evaluate(tk.State("t"), tk.ScriptedPolicy([first, fresh]), host, tk.MemoryLedger())
+    tk.evaluate(tk.State("t"), ScriptedPolicy([first, fresh]), host, tk.MemoryLedger())
     assert [i["invoice_id"] for i in books.invoices] == ["INV-9", "INV-10"]   # two invoices for order-431
 
 
 def test_the_key_inside_the_arguments_is_the_ledger_key():
     host, books = setup()
     calls = [tk.request("create_invoice", ARGS, call_id=c) for c in ("a", "b")]   # two deliveries, new call ids
-    state = tk.evaluate(tk.State("t"), tk.ScriptedPolicy(calls), host, tk.MemoryLedger())
+    state = tk.evaluate(tk.State("t"), ScriptedPolicy(calls), host, tk.MemoryLedger())
     assert len(books.invoices) == 1
     assert [o.result.call_id for o in state.observations] == ["a", "b"]
 
@@ -54,7 +55,7 @@ def test_the_key_inside_the_arguments_is_the_ledger_key():
 def test_disagreeing_keys_are_refused():
     host, books = setup()
     call = tk.request("create_invoice", ARGS, call_id="a", idempotency_key="other-key")
-    state = tk.evaluate(tk.State("t"), tk.ScriptedPolicy([call]), host, tk.MemoryLedger())
+    state = tk.evaluate(tk.State("t"), ScriptedPolicy([call]), host, tk.MemoryLedger())
     assert books.invoices == [] and state.observations[0].result.reason == "idempotency_conflict"
 
 
@@ -82,7 +83,7 @@ def test_ledger_rule_two_branches():
 
 def test_loop_is_bounded():
     host, _ = setup()
-    forever = tk.ScriptedPolicy([lambda s: tk.request("nope", {})] * 1000)
+    forever = ScriptedPolicy([lambda s: tk.request("nope", {})] * 1000)
     state = tk.evaluate(tk.State("t"), forever, host, max_steps=5)
     assert len(state.observations) == 5 and not state.done
 
@@ -91,7 +92,7 @@ def test_same_key_with_different_arguments_is_a_conflict_not_a_replay():
     host, books = setup()
     first = tk.request("create_invoice", ARGS, call_id="a")
     changed = tk.request("create_invoice", {**ARGS, "amount": 999}, call_id="b")
-    state = tk.evaluate(tk.State("t"), tk.ScriptedPolicy([first, changed]), host, tk.MemoryLedger())
+    state = tk.evaluate(tk.State("t"), ScriptedPolicy([first, changed]), host, tk.MemoryLedger())
     second = state.observations[1].result
     assert len(books.invoices) == 1
     assert second.call_id == "b" and second.status is tk.Status.REJECTED
@@ -136,7 +137,7 @@ def test_the_transcript_prints_arguments_redacted():
     calls = [tk.request("send_report", {"password": secret, "signing": "s3cr3t-signing", "note": f"use {token}",
                                         "idempotency_key": "r1"}, "c1"),
              tk.request("send_report", f'{{"api_key": "{token}", "idempotency_key": "r2"}}', "c2")]
-    state = tk.evaluate(tk.State("report"), tk.ScriptedPolicy(calls), host, tk.MemoryLedger())
+    state = tk.evaluate(tk.State("report"), ScriptedPolicy(calls), host, tk.MemoryLedger())
     text = "\n".join(state.transcript())
     assert [o.result.status for o in state.observations] == [tk.Status.SUCCEEDED] * 2
     for shown in (secret, token, "s3cr3t-signing"):

@@ -6,6 +6,7 @@ import sqlite3
 import pytest
 
 import toolkit as tk
+from course.worlds import ScriptedPolicy
 from toolkit._codes import CODES
 from course.worlds import billing_service
 from course.worlds import CREATE_INVOICE, Books
@@ -269,7 +270,7 @@ def test_interpreter_loop_with_the_durable_ledger(tmp_path, books):
                       idempotency_key="invoice:order-431:v1")
     retry = tk.request("create_invoice", call.arguments, call_id="c2", idempotency_key=call.idempotency_key)
     with SqliteLedger(tmp_path / "l.db") as ledger:
-        state = tk.evaluate(tk.State("invoice order-431"), tk.ScriptedPolicy([call, retry]), host, ledger)
+        state = tk.evaluate(tk.State("invoice order-431"), ScriptedPolicy([call, retry]), host, ledger)
         assert len(ledger) == 1
     assert len(books.invoices) == 1
     assert [o.result.output["invoice_id"] for o in state.observations] == ["INV-9", "INV-9"]

@@ -23,6 +23,7 @@ import pytest
 from processes import reply, serving
 
 import toolkit as tk
+from course.worlds import ScriptedPolicy
 from toolkit._caps import MAX_ARGUMENT_BYTES, MAX_REPLY_ARGUMENT_BYTES, MAX_REPLY_TEXT_CHARS
 from toolkit.live import (ModelPolicy, chat_for, endpoint_from, live_command, make_client,
                           recording, replay_server, run_task)
@@ -64,7 +65,7 @@ def test_run_task_refuses_a_retry_under_a_new_key_after_a_timeout(vendor, with_l
 @pytest.mark.parametrize("with_ledger", [False, True])
 def test_evaluate_refuses_a_retry_under_a_new_key_after_a_timeout(with_ledger):
     host, books = invoice_host()
-    policy = tk.ScriptedPolicy([invoice("c1", "k-1"), invoice("c2", "k-2"), invoice("c3", "k-1")])
+    policy = ScriptedPolicy([invoice("c1", "k-1"), invoice("c2", "k-2"), invoice("c3", "k-1")])
     ledger = tk.MemoryLedger() if with_ledger else None
     state = tk.evaluate(tk.State("invoice order-7"), policy, host, ledger)
     statuses = [o.result.status for o in state.observations]

@@ -11,7 +11,8 @@ from pydantic import BaseModel, TypeAdapter
 import toolkit as tk
 import toolkit.kernel as tk_kernel
 import toolkit.wire as v
-from toolkit.live import (chat_for, contract_tool, helper_contrast, recorded_stream, recording, recording_names,
+from course.worlds import contract_tool, helper_contrast
+from toolkit.live import (chat_for, recorded_stream, recording, recording_names,
                           replay_server, run_task, sse_body)
 from toolkit.wire import fixture, strict_problems
 from toolkit._ids import IdMap

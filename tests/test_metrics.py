@@ -1,7 +1,7 @@
 """What to measure: every rate read back from a real log, and the chapter's 6/200 = 3 %."""
 import pytest
 
-from toolkit.effects import CallRow, Rate, measure, rows_from_attempts, rows_from_audit
+from course.worlds import CallRow, Rate, measure, rows_from_attempts, rows_from_audit
 from course.worlds import MALFORMED, drift, invoice_contract, log_books, simulate_log
 
 

@@ -139,7 +139,7 @@ def agent427_flows() -> None:
 
 
 def demo_tree_and_witness_flows() -> None:
-    from toolkit.files import recording_opens
+    from course.worlds import recording_opens
     from course.worlds import REQUESTS, attempt, demo_workspace
 
     with demo_workspace() as tree:
@@ -202,7 +202,7 @@ def test_every_flow_cleans_up_after_itself(private_tmp):
 def test_nested_witness_blocks_each_keep_their_own_list():
     """``recording_opens`` used to take a block's list off the stack by equality: an empty inner block's exit
     removed the (equally empty) outer list, and the outer block stopped recording."""
-    from toolkit.files import recording_opens
+    from course.worlds import recording_opens
 
     with recording_opens() as outer:
         with recording_opens() as inner:

@@ -5,9 +5,9 @@ executes or refuses it, and returns one ``ToolResult`` per call id.
 
     kernel/   chapters 01-08  the rules, one per file, formula first (``toolkit/READING.md``)
     _*.py     the hardening the kernel calls: caps, echoes, JSON, schemas, ids, paths, streams
-    effects/  chapters 05-07  the durable ledger, timeouts, records, audit, metrics
+    effects/  chapters 05-07  the durable ledger, timeouts, records, audit
     wire/     chapters 01, 08 SSE framing, vendor formats and streams, pairing, running a round
-    files/    chapters 01, 03 edit_file, exports, the open witness, import claims
+    files/    chapters 01, 03 edit_file, exports, import claims
     live/     chapter 09      a real model through the official SDKs, offline on recordings
     mcp/      chapter 09      the course's tools over MCP, and the contract host before any server
 
@@ -21,7 +21,6 @@ from toolkit.kernel.contract import Condition, Contract, Retry
 from toolkit.kernel.legality import LAYERS, Caller, Outcome, Test, Verdict, check, legal
 from toolkit.kernel.host import Attempt, Host, Tool, rejection
 from toolkit.kernel.loop import State, contract_allows, evaluate, invoke_with_ledger
-from toolkit._scripted import ScriptedPolicy
 from toolkit.kernel.choice import Choice, Option, choose, expected_value, governed_score
 from toolkit.kernel.read_file import confine, make_read_file, read_confined
 from toolkit.kernel.ledger import Answer, Ledger, LedgerStatus, MemoryLedger, invoke

@@ -1,14 +1,9 @@
 """Chapter 02: jsonschema without the second its optional format checkers spend at import.
 
-Where the optional format packages are installed (JupyterLab's own dependencies bring
-them), ``import jsonschema`` imports every one of them, and one, ``rfc3987_syntax``,
-builds a grammar at import time: about a second, paid on the first check of every
-kernel. The course never validates ``format: iri``. ``import_jsonschema`` imports
-jsonschema with that one module deferred: jsonschema still registers its ``iri``
-checks, and the first time one runs, the real module is imported and used. Nothing is
-left behind: once jsonschema is imported, ``rfc3987_syntax`` is not in ``sys.modules``
-until something really uses it, and then it is the real module, for everyone.
-"""
+Where JupyterLab's dependencies install them, ``import jsonschema`` imports every optional format
+package, and ``rfc3987_syntax`` builds a grammar at import: about a second on the first check of
+every kernel, for ``format: iri``, which the course never validates. ``import_jsonschema`` defers
+that one module until an ``iri`` check really runs; then it is the real module, for everyone."""
 from __future__ import annotations
 
 import importlib
@@ -51,6 +46,3 @@ def _deferred_is_valid_syntax(stand_in: types.ModuleType) -> Any:
         return real[0](*args, **kwargs)
 
     return is_valid_syntax
-
-
-__all__ = ["DEFERRED", "import_jsonschema"]

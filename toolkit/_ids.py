@@ -86,12 +86,9 @@ def duplicate_call_id_error(call_id: Any, pointer: str = "$.call_id") -> ToolErr
 
 def round_refusals(items: Sequence[Any]) -> tuple[list[str], dict[int, ToolError]]:
     """The round's id rule, for every runner: the id each item is answered under, and why items may
-    not run.
-
-    Refused, by position: items over ``MAX_OPEN_CALLS``, non-calls, unusable ids, and *every*
-    call whose id another call also sends. An item is answered under its own id when usable, else
-    under a placeholder (``?3`` for item 3) no other item uses, so results still pair one to one
-    with the items."""
+    not run. Refused, by position: items over ``MAX_OPEN_CALLS``, non-calls, unusable ids, and
+    *every* call whose id another also sends; an unusable id is answered under a placeholder
+    (``?3``), so results still pair one to one with the items."""
     items = list(items)
     ids = [getattr(item, "call_id", None) for item in items]
     usable = [call_id_problem(call_id) is None for call_id in ids]

@@ -3,11 +3,10 @@
     parsed_arguments(x) = the JSON value x names, whether x is a dict or JSON text
     fingerprint(x)      = sha256(canonical JSON of that value)
 
-Every reader of arguments (ledgers, the loop, retries, timeouts) goes through
-``parsed_arguments``, so text and a dict name the same call, and ``{"b": 1, "a": 100.0}`` and
-``{"a": 100, "b": 1}`` share a fingerprint. A key travels beside the call or in the field the
-contract names (``carried_key``); both must agree. ``check_call`` is every ledger's input check,
-answering with a ``ToolError``."""
+Every reader of arguments (ledgers, the loop, retries, timeouts) goes through ``parsed_arguments``,
+so text and a dict name the same call, and ``{"b": 1, "a": 100.0}`` and ``{"a": 100, "b": 1}`` share
+a fingerprint. A key travels beside the call or in the field the contract names (``carried_key``);
+both must agree. ``check_call`` is every ledger's input check, answering with a ``ToolError``."""
 from __future__ import annotations
 
 import hashlib
@@ -98,18 +97,11 @@ def check_key(key: Any) -> ToolError | None:
     return None
 
 
-def check_arguments(arguments: Any) -> ToolError | None:
-    """Arguments must be JSON values, or they cannot be fingerprinted (or stored)."""
-    error, _ = checked_fingerprint(arguments)
-    return error
-
-
 def same_arguments(a: Any, b: Any) -> bool:
     """True when two calls' arguments are the same JSON value (dict or JSON text)."""
     pa, pb = parsed_arguments(a), parsed_arguments(b)
     (error_a, digest_a), (error_b, digest_b) = checked_fingerprint(pa), checked_fingerprint(pb)
     return pa == pb if error_a or error_b else digest_a == digest_b
-
 
 
 class _NotJson(Exception):

@@ -10,8 +10,7 @@ only on the set of texts it accepts, so greedy or lazy, capturing or not, the an
 
 What RE2 cannot run in linear time is refused when a contract is declared, with the reason:
 lookaround and backreferences (I-Regexp, RFC 9485, the interoperable subset for JSON, leaves them
-out too), a repetition over 1000, a program too large, a property RE2 does not know.
-"""
+out too), a repetition over 1000, a program too large, a property RE2 does not know."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -197,6 +196,3 @@ def linear_regex(pattern: str) -> Any:
     except re2.error as exc:   # a repetition over 1000, a program over RE2's memory budget
         reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise Untranslatable(f"RE2 cannot run it ({reason})") from None
-
-
-__all__ = ["linear_regex", "translate", "Untranslatable"]

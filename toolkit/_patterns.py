@@ -1,15 +1,10 @@
 """Chapter 02: a schema's ``pattern`` means what JSON Schema says it means: an ECMA-262 regular expression.
 
-Python's ``re`` reads the same text differently: ``$`` also matches before a final
-newline and ``\\d`` matches any Unicode digit (``order-٣`` passes ``^order-\\d+$``).
-So patterns are compiled by ``regress``, a binding of an ECMA-262 engine, with the
-``u`` flag JSON Schema recommends: ``$`` is the end of the text, ``\\d`` is 0-9, and
-``\\p{L}`` means a letter. A pattern that engine cannot compile is the contract's
-mistake, reported when the contract is declared (``pattern_problems``), never as an
-exception while a call is checked. A pattern is *run* by RE2, rewritten to mean the same
-(``toolkit._linear``), so no text makes a check backtrack: a pattern RE2 cannot run that way
-(lookaround, a backreference) is refused when declared too.
-"""
+Python's ``re`` reads the same text differently: ``$`` also matches before a final newline and
+``\\d`` matches any Unicode digit (``order-٣`` passes ``^order-\\d+$``). So patterns are compiled by
+``regress``, an ECMA-262 engine, with the ``u`` flag JSON Schema recommends. A pattern it cannot
+compile is the contract's mistake, reported when the contract is declared (``pattern_problems``),
+never while a call is checked; a pattern is *run* by RE2 (``toolkit._linear``)."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -35,8 +30,7 @@ def ecma_regex(pattern: str) -> Any:
 def pattern_matches(pattern: str, text: str) -> bool:
     """True when ``pattern`` matches somewhere in ``text`` (JSON Schema patterns are not anchored).
 
-    Linear in ``text``: the ECMA-262 meaning, run by RE2 (``toolkit._linear``).
-    """
+    Linear in ``text``: the ECMA-262 meaning, run by RE2 (``toolkit._linear``)."""
     from toolkit._linear import linear_regex
 
     try:
@@ -46,11 +40,8 @@ def pattern_matches(pattern: str, text: str) -> bool:
 
 
 def schema_patterns(schema: Any, _depth: int = 0) -> Iterator[str]:
-    """Every regular expression in ``schema``: ``pattern`` values and ``patternProperties`` names.
-
-    Only schema positions are walked, so a property *called* ``pattern`` or a ``pattern`` key inside
-    ``examples`` or ``const`` is not mistaken for one.
-    """
+    """Every regular expression in ``schema`` (``pattern`` values and ``patternProperties`` names),
+    walking schema positions only: a property *called* ``pattern`` is not one."""
     if not isinstance(schema, Mapping) or _depth > 64:
         return
     if isinstance(schema.get("pattern"), str):
@@ -139,7 +130,3 @@ def ecma_additional_properties(validator: Any, allowed: Any, instance: Any, sche
             yield from validator.descend(instance[extra], allowed, path=extra)
     elif allowed is False and extras:
         yield ValidationError(f"{len(extras)} unexpected properties")
-
-
-__all__ = ["additional_names", "ecma_additional_properties", "ecma_pattern_keyword", "ecma_pattern_properties",
-           "ecma_regex", "is_ecma_regex", "pattern_matches", "pattern_problems", "schema_patterns"]

@@ -1,7 +1,7 @@
 """Chapter 05: the ledger's refusals, worded once: a conflict, a key in progress, a lost claim, an unknown outcome.
 
-Every ledger refuses with these words, so a model reads the same sentence whichever ledger
-answered."""
+Every ledger refuses with these words, so a model reads the same sentence whichever
+ledger answered."""
 from __future__ import annotations
 
 from toolkit.kernel.call import ToolError

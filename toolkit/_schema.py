@@ -1,16 +1,13 @@
 """Chapter 02: schema validation: the first layer, which checks shape and nothing else.
 
-The course picks one meaning for "valid" and keeps it: **JSON Schema 2020-12,
-strictly**. ``"12"`` is not an integer, ``null`` is a wrong type (not a missing
-field), ``true`` is not a number, and a pattern means what ECMA-262 says (``$`` is
-the end of the text, ``\\d`` is 0-9: see ``toolkit._patterns``). Every failure
-becomes a ``ToolError`` whose pointer names the offending field itself; what it
-echoes back is redacted and short.
+The course picks one meaning for "valid" and keeps it: **JSON Schema 2020-12, strictly**. ``"12"``
+is not an integer, ``null`` is a wrong type (not a missing field), ``true`` is not a number, and a
+pattern means what ECMA-262 says (``$`` is the end of the text, ``\\d`` is 0-9: see
+``toolkit._patterns``). Every failure becomes a ``ToolError`` whose pointer names the offending
+field itself; what it echoes back is redacted and short.
 
-A schema never reaches out: a ``$ref`` must point inside the schema itself (``#/$defs/...``),
-which is checked when the schema is declared (``declaration_problems``), and the validator's
-registry retrieves nothing, so no check fetches a URL, opens a file or waits on a socket.
-"""
+A schema never reaches out: a ``$ref`` points inside it (``#/$defs/...``, ``declaration_problems``)
+and the validator's registry retrieves nothing: no check fetches a URL, a file or a socket."""
 from __future__ import annotations
 
 import itertools
@@ -49,15 +46,10 @@ def _no_constants(name: str) -> Any:
 
 
 def parse_arguments(raw: Any) -> tuple[dict | None, list[ToolError]]:
-    """Turn arguments as received into a dict, or explain why that is impossible.
-
-    Accepts a dict, or JSON text (str or bytes) that decodes to an object.
-    An empty string means ``{}`` (a tool with no parameters). Duplicate keys,
-    NaN/Infinity, numbers no double can hold, lone surrogates, trailing data,
-    non-objects, oversized or too deeply nested input are all refused with a
-    structured error (``invalid_json`` for text, ``not_serializable`` for a dict
-    holding something JSON cannot), pointing at the offending value.
-    """
+    """Arguments as received (a dict, or JSON text that decodes to an object; ``""`` is ``{}``) as a
+    dict, or why not: duplicate keys, NaN/Infinity, numbers no double holds, lone surrogates,
+    trailing data, non-objects, oversized or too deep input are refused (``invalid_json`` for text,
+    ``not_serializable`` for a dict), pointing at the offending value."""
     if isinstance(raw, (bytes, bytearray)):
         try:
             raw = raw.decode("utf-8")
@@ -111,13 +103,9 @@ _LARGEST_NUMBER = int(sys.float_info.max)
 
 
 def _measure(value: Any) -> tuple[int, int, tuple | None]:
-    """Nesting depth, an estimate of the JSON size in bytes, and the first value that is not JSON.
-
-    The problem is ``(path, what was found, why)``, or ``None``. One walk, stopping
-    early once the depth or size cap is passed, so hostile input costs no more than
-    the caps allow. Each stack entry names its parent, so a path is only built for
-    the value that is refused.
-    """
+    """Nesting depth, an estimate of the JSON size in bytes, and the first value that is not JSON
+    (``(path, what was found, why)`` or ``None``): one walk, stopping once a cap is passed; a path
+    is built only for the value refused."""
     depth = size = 0
     stack: list[tuple] = [(value, 1, None)]
     while stack:
@@ -243,12 +231,8 @@ def _refs(value: Any, depth: int = 0) -> Iterator[str]:
 
 
 def declaration_problems(schema: Any) -> list[str]:
-    """One line for each thing that makes ``schema`` unfit to declare; empty when it is fit.
-
-    A ``$ref`` that is not local (``http://``, ``file://``, a relative name) is refused: nothing is
-    fetched, opened or waited on. So is a local one that resolves to nothing, and every pattern
-    ``toolkit._patterns.pattern_problems`` refuses.
-    """
+    """One line for each thing that makes ``schema`` unfit to declare: a ``$ref`` that is not local
+    or resolves to nothing (nothing is fetched), a pattern ``pattern_problems`` refuses."""
     from referencing.jsonschema import DRAFT202012
 
     problems = []
@@ -272,8 +256,7 @@ _ERRORS_LOOKED_AT = 1000
 def schema_errors(validator: Any, arguments: dict, secret_fields: Iterable[str] = ()) -> list[ToolError]:
     """All schema errors for ``arguments``, each naming its own field; empty when the shape is right.
 
-    At most ``MAX_ERRORS_PER_CALL`` are listed: past that, the last one counts the rest.
-    """
+    At most ``MAX_ERRORS_PER_CALL`` are listed: past that, the last one counts the rest."""
     if validator.is_valid(arguments):
         return []
     fields = tuple(secret_fields)

@@ -4,8 +4,7 @@
     second_action(call, first, key) = the refusal while ``first``'s outcome is unknown
 
 ``toolkit.kernel.Host.execute`` keeps the rule: it remembers the slot of a keyed call that timed
-out and refuses the same slot under another key until the original key brings an answer.
-"""
+out and refuses the same slot under another key until the original key brings an answer."""
 from __future__ import annotations
 
 from typing import Any
@@ -37,6 +36,3 @@ def second_action(call: ToolCall, first: tuple[str, str], key: str | None) -> To
                       "whether it happened, check the record, or ask a person", retryable=False)
     return ToolResult(call.call_id, Status.REJECTED, reason="new_proposal_while_unknown",
                       failure_class=FailureClass.PRECONDITION, errors=(error,))
-
-
-__all__ = ["retry_slot", "second_action"]

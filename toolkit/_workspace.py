@@ -1,7 +1,7 @@
 """Chapter 01: the workspace: a folder a file tool is confined to, with the path ladder bound to it.
 
-``Workspace(root)`` resolves its folder once: ``check`` runs rungs 1 and 2, ``read`` all three,
-``ladder`` / ``explain`` report each rung's verdict. ``locate`` runs rungs 1 and 2 against any
+``Workspace(root)`` resolves its folder once: ``check`` runs rungs 1 and 2, ``read`` all three
+(``course.worlds.ladder`` reports each rung's verdict). ``locate`` runs rungs 1 and 2 against any
 folder (the file tools use it). Nothing a workspace prints shows a machine path."""
 from __future__ import annotations
 
@@ -12,19 +12,7 @@ from pathlib import Path, PurePosixPath
 import toolkit.kernel.read_file as ladder     # a module import: the kernel's read_file builds a Workspace too
 from toolkit._caps import MAX_FILE_BYTES
 from toolkit._nofollow import FileRead
-from toolkit._paths import RUNG_NAMES, PathRefused
-
-
-@dataclass(frozen=True)
-class RungStep:
-    """One rung's verdict on one path, as a notebook prints it."""
-
-    rung: int
-    outcome: str          # "pass", "refused" or "not reached"
-    detail: str = ""
-
-    def __str__(self) -> str:
-        return f"rung {self.rung} {RUNG_NAMES[self.rung]:<8} {self.outcome:<11} {self.detail}".rstrip()
+from toolkit._paths import PathRefused
 
 
 @dataclass(frozen=True)
@@ -58,23 +46,6 @@ class Workspace:
             return os.lstat(self.root / relative)
         except OSError:
             return None
-
-    def ladder(self, path: object) -> list[RungStep]:
-        """Run the rungs in order and say what each decided (a refused rung stops the climb)."""
-        steps: list[RungStep] = []
-        try:
-            steps.append(RungStep(1, "pass", repr(str(ladder.check_lexical(self.root, path)))))
-            real = ladder.check_realpath(self.root, path)
-            steps.append(RungStep(2, "pass", repr(str(real))))
-            got = ladder.open_confined(self.root, real, self.max_bytes)
-            steps.append(RungStep(3, "pass", f"{got.size} bytes, sha256 {got.sha256[:12]}"))
-        except PathRefused as refusal:
-            steps.append(RungStep(refusal.rung, "refused", refusal.why))
-        return steps + [RungStep(n, "not reached") for n in range(len(steps) + 1, 4)]
-
-    def explain(self, path: object) -> str:
-        """The ladder as printable lines."""
-        return "\n".join(str(step) for step in self.ladder(path))
 
 
 def locate(root: Path | str, path: object) -> tuple[Path, PurePosixPath]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.kernel import State, ToolCall, ToolError, ToolResult, evaluate, request
-from toolkit._scripted import ScriptedPolicy
+from course.worlds.scripted import ScriptedPolicy
 from toolkit._show import shorten
 from course.worlds import (BUILD_SCRIPT, Proposal, ProposalHost, corrected_proposal, episode_host, first_proposal,
                            read_build_script, scenario_copy, transition)

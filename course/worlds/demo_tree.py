@@ -10,7 +10,7 @@
 * ``attempt(tree, label, layers)`` sends one of the ``REQUESTS`` through a
   real host around ``make_read_file(..., layers=...)`` and reports the
   verdict, the layer that caught the call, the result, and the files opened
-  (``toolkit.files.recording_opens`` is the witness).
+  (``course.worlds.recording_opens`` is the witness).
 
 Nothing is reported with an absolute path: the workspace is shown as ``<workspace>``.
 """
@@ -29,7 +29,7 @@ from toolkit.kernel import Host, Tool, ToolCall, ToolResult, Verdict, request
 from toolkit._ids import not_a_call
 from toolkit.kernel import READ_FILE_LAYERS, make_read_file
 from toolkit._paths import ReadRefused
-from toolkit.files import files_opened, recording_opens
+from course.worlds.witness import files_opened, recording_opens
 from toolkit.kernel import Assembler
 from toolkit.kernel import Refusal
 

@@ -3,7 +3,7 @@
 ``simulate_log`` runs seeded ``create_invoice`` calls through a real host and
 a real audit log against ``Books`` with its faults turned on (rate limits,
 timeouts after the effect, wrong amounts); the rates are then *read back* from
-the log by ``toolkit.effects.metrics``. With ``guarded`` the host's
+the log by ``course.worlds.metrics``. With ``guarded`` the host's
 ``RetryController`` decides retries (same key only); without it
 ``BlindRetry`` resends after a timeout under a fresh key, which duplicates the
 invoice. ``drift`` shows the schema-violation rate climbing window by window
@@ -17,7 +17,8 @@ from typing import Any
 
 from toolkit.kernel import Caller, Host, Retry, Status, Tool, request
 from toolkit.kernel import Action, RetryController, RetryDecision, RetryPolicy, RetryState
-from toolkit.effects import AuditLog, MetricsReport, measure, rows_from_attempts, rows_from_audit, run_audited
+from toolkit.effects import AuditLog, run_audited
+from course.worlds.metrics import MetricsReport, measure, rows_from_attempts, rows_from_audit
 from course.worlds import LOG_FAULTS, Books
 from course.worlds import invoice_contract
 

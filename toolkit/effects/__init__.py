@@ -1,4 +1,4 @@
-"""Effects that must survive (chapters 05-07): the ledger rule, retries, timeouts, records, audit, metrics.
+"""Effects that must survive (chapters 05-07): the ledger rule, retries, timeouts, records, audit.
 
 Each name below loads its module on first use (``toolkit._exports``)."""
 from toolkit._exports import lazy_exports
@@ -8,7 +8,6 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "audit_chain": ("against_anchor", "Anchor", "AUDIT_COLUMNS", "AUDIT_SCHEMA", "chain_digest", "chain_key", "check_chain", "GENESIS", "schema_problems", "Verification", "verify_audit_file", "walk_chain"),
     "database": ("connect", "transaction"),
     "leases": ("claim_owner", "existing_answer", "lease_length", "lease_state", "LIVE", "settle_row", "storage_failure"),
-    "metrics": ("CallRow", "measure", "MetricsReport", "Rate", "rows_from_attempts", "rows_from_audit"),
     "records": ("ExecutionRecord", "FINAL", "FROM_STATUS", "IllegalTransition", "open_record", "RecordState", "Tick", "Transition", "TRANSITIONS"),
     "retries": ("run_with_retries", "Try"),
     "sqlite_ledger": ("SqliteLedger",),

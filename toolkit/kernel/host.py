@@ -5,9 +5,8 @@
 The model may propose; the host disposes. Every attempt is logged with its full verdict (all three tests), so
 the log can say which test stopped a call. A tool that raises is a failed call, never a crashed host.
 
-Chapter 06's rule lives here, so every loop keeps it: after a keyed call not safe to repeat
-timed out, the same call under another key is refused until the original key brings an answer
-(``toolkit._unknown``).
+Chapter 06's rule lives here, so every loop keeps it: after a keyed call not safe to repeat timed out,
+the same call under another key is refused until the original key brings an answer (``toolkit._unknown``).
 """
 from __future__ import annotations
 
@@ -20,9 +19,8 @@ from toolkit.kernel.legality import LAYER_OF, Caller, Outcome, Verdict, check, r
 from toolkit._caps import MAX_ERRORS_PER_CALL
 from toolkit._conditions import condition_errors
 from toolkit._ids import not_a_call, refusal_result, round_refusals, shown_call_id
-from toolkit._show import log_copy
 from toolkit._raised import raised_result
-from toolkit._show import scrubbed_errors
+from toolkit._show import log_copy, scrubbed_errors
 from toolkit._unknown import retry_slot, second_action
 
 

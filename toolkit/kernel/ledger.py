@@ -64,8 +64,7 @@ class Answer:
         return self.status in (LedgerStatus.RAN, LedgerStatus.REPLAYED, LedgerStatus.RECONCILED)
 
     def line(self) -> str:
-        """One printable line, e.g. ``invoice-431: replayed -> {"invoice_id": "INV-9"}``, or the
-        refusal's error."""
+        """One printable line, ``invoice-431: replayed -> {"invoice_id": "INV-9"}``, or the refusal."""
         if not self.ok:
             return f"{self.key}: {self.status.value} ({self.error.line() if self.error else ''})"
         shown = self.result.to_dict() if isinstance(self.result, ToolResult) else self.result
@@ -168,9 +167,8 @@ class MemoryLedger:
 
 def invoke_effect(effect: Callable[[Any], Any], x: Any, k: str, L: Mapping[str, Any],
                   secret_fields: Iterable[str] = ()) -> tuple[dict, str, Any, ToolError | None]:
-    """``invoke`` with a real effect: ``(L', verdict, y, error)``. Only a done effect is recorded in
-    ``L'``; one that did not happen (``release``) or whose outcome is unknown (``pending``)
-    leaves ``L`` as it was."""
+    """``invoke`` with a real effect: ``(L', verdict, y, error)``. Only a done effect is recorded in ``L'``;
+    one that did not happen (``release``) or whose outcome is unknown (``pending``) leaves ``L`` as it was."""
     try:
         L, y = invoke(lambda x: _recorded(effect, x, secret_fields), x, k, L)
     except _NotRecorded as outcome:

@@ -62,8 +62,7 @@ class Test:
 
 @dataclass(frozen=True)
 class Layer:
-    """One validation layer: its test, its name, the class a refusal there gets, the question it asks, and what a
-    pass means in a word."""
+    """One validation layer: its test, name, a refusal's class there, the question it asks, a pass in a word."""
 
     test: str
     name: str

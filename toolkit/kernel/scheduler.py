@@ -110,10 +110,8 @@ Contracts = Any  # a Host (anything with .contract(name)) or a Mapping[str, Cont
 
 
 def schedule(calls: Sequence[Any], contracts: Contracts) -> Plan:
-    """Order one round's calls into waves: each goes one wave after the latest earlier call it conflicts with.
-
-    ``contracts`` is a ``Host`` or a ``{name: Contract}`` mapping.
-    """
+    """Order one round's calls into waves: each goes one wave after the latest earlier call it conflicts with
+    (``contracts``: a ``Host`` or a ``{name: Contract}`` mapping)."""
     items = list(calls)
     answer, refusals = round_refusals(items)
     steps: list[PlannedCall] = []

@@ -1,15 +1,12 @@
 """A real model at the boundary (chapter 09): the official SDKs driving the same loop, offline on recordings.
 
-Each name below is defined in the module it is listed under; that module loads on first use.
-"""
+Each name below is defined in the module it is listed under; that module loads on first use."""
 from toolkit._exports import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "check": ("check_lines", "check_situation", "CheckRow", "EXPECTED", "INVOICE", "run_check"),
-    "cli": ("command_parser", "live_command"),
+    "cli": ("command_parser", "live_command", "open_clients"),
     "conversation": ("AnthropicChat", "chat_for", "ModelReply", "OpenAIChat"),
-    "declare": ("contract_tool",),
-    "endpoint": ("Endpoint", "endpoint_from", "failure_line", "is_transient", "key_found", "LIVE_VENDORS",
+    "endpoint": ("Endpoint", "endpoint_from", "failure_line", "is_transient", "LIVE_VENDORS",
                  "LiveConfigError", "make_client", "retry_after"),
     "local": ("for_llama_cpp", "LOCAL_MODEL", "local_model", "packaged_model", "TOOL_CHOICES",
               "with_tool_choice"),
@@ -17,6 +14,4 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
                "sse_body"),
     "session": ("ask_with_budget", "LiveRound", "LiveRun", "LiveRunError", "ModelPolicy", "run_task",
                 "sdk_failure", "verdict_of"),
-    "stream_helpers": ("anthropic_helper", "assembler_reading", "CONTRAST_CASES", "contrast_lines",
-                       "helper_contrast", "openai_helper"),
 })

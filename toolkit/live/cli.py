@@ -4,7 +4,6 @@
                            [--base-url URL --model NAME --api-key KEY]
                            [--stream] [--tool-choice auto|none|required|TOOL]
                            --workspace DIR --task TEXT [--replay NAME] [--max-rounds N]
-    python -m toolkit.live --check --vendor ... [--base-url URL --model NAME | --replay] [--stream]
 
 For every round it prints each proposed call (``id name(arguments)``, the
 arguments redacted), its verdict and its result status, then the model's
@@ -15,13 +14,11 @@ final words are the recording's, so they are printed as a recorded answer.
 ``--vendor local`` starts the packaged SmolLM2 behind llama.cpp's
 OpenAI-compatible server on 127.0.0.1 (``toolkit.live.local``; no key, no
 network) and talks to it through the ``openai`` SDK, as to any
-OpenAI-compatible endpoint. ``--check`` plays the recorded situations against
-the endpoint (``toolkit.live.check``; with a bare ``--replay``, each against
-its own recording) and prints a table: situation, held, expected, what happened.
+OpenAI-compatible endpoint. (``python -m course.worlds.conformance`` takes the
+same options and plays the course's recorded situations against the endpoint.)
 
 Exit status (``LiveRun.exit_status``): 0 when the model answered after calling
-tools (``--check``: every expectation held), 1 when the round budget ran out
-(``--check``: some did not hold), 2 on a configuration error (a missing key, an
+tools, 1 when the round budget ran out, 2 on a configuration error (a missing key, an
 unreachable endpoint, a folder that does not exist; one line on stderr), 3 when
 the model answered without calling any tool (printed as "no tool was called;
 nothing was read"), 4 when the host stopped reading a reply (past a cap or the
@@ -33,7 +30,7 @@ import argparse
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from toolkit.kernel import make_read_file
 from toolkit.kernel import Host
@@ -41,7 +38,6 @@ from toolkit.live import chat_for
 from toolkit.live import LIVE_VENDORS, LiveConfigError, endpoint_from, make_client
 from toolkit.live import recording, recording_names, replay_server
 from toolkit.live import LiveRunError, run_task
-from toolkit.live import INVOICE, check_lines, run_check
 from toolkit.live import for_llama_cpp, local_model, with_tool_choice
 
 
@@ -66,25 +62,44 @@ def command_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workspace", default=None, help="the folder read_file may read")
     parser.add_argument("--task", default=None)
     parser.add_argument("--replay", default=None, nargs="?", const="",
-                        help=f"one of: {', '.join(recording_names())} (with --check: no name)")
+                        help=f"one of: {', '.join(recording_names())}")
     parser.add_argument("--max-rounds", type=int, default=8)
-    parser.add_argument("--check", action="store_true",
-                        help="play the recorded situations; print which expectations held")
     return parser
 
 
 def _valid_arguments(args: argparse.Namespace) -> argparse.Namespace:
     """The arguments, or a ``LiveConfigError`` saying which one is wrong."""
-    if not args.check and (args.workspace is None or not Path(args.workspace).is_dir()):
+    if args.workspace is None or not Path(args.workspace).is_dir():
         raise LiveConfigError("--workspace must name an existing folder")
     if args.max_rounds < 1:
         raise LiveConfigError("--max-rounds must be at least 1")
-    if args.replay is not None and (args.vendor == "local" or bool(args.replay) == args.check):
-        raise LiveConfigError("--replay takes a recording's name (none with --check), "
-                              "and not with --vendor local")
-    if not args.check and args.replay is None and not args.task:
+    if args.replay is not None and (args.vendor == "local" or not args.replay):
+        raise LiveConfigError("--replay takes a recording's name, and not with --vendor local")
+    if args.replay is None and not args.task:
         raise LiveConfigError("no task: pass --task TEXT")
     return args
+
+
+def open_clients(args: argparse.Namespace, stack: ExitStack,
+                 tools_for: Callable[[str], list[str]] = lambda name: ["read_file"]
+                 ) -> tuple[str, str, Callable[[str], Any]]:
+    """(vendor, model, client_for): ``client_for(recording)`` is an SDK client, closed by ``stack``.
+
+    A recording's replay when ``--replay`` is given, else the endpoint (the packaged model's,
+    started on ``stack``, for ``--vendor local``), with ``--tool-choice`` over ``tools_for``.
+    """
+    local, vendor = args.vendor == "local", "openai" if args.vendor == "local" else args.vendor
+    choice = args.tool_choice or ("auto" if local else None)   # else llama.cpp shows no tools
+    endpoint = stack.enter_context(local_model()) if local else None
+    model = endpoint.model if endpoint is not None else args.model
+
+    def client_for(name: str) -> Any:
+        client = replay_server(name, vendor).client(model) if args.replay is not None \
+            else make_client(endpoint or endpoint_from(vendor, model, args.base_url, args.api_key))
+        stack.callback(client.close)
+        client = for_llama_cpp(client) if local else client
+        return with_tool_choice(client, vendor, choice, tools_for(name), local=local)
+    return vendor, model, client_for
 
 
 def live_command(argv: Sequence[str] | None = None, out=None, err=None) -> int:
@@ -92,27 +107,8 @@ def live_command(argv: Sequence[str] | None = None, out=None, err=None) -> int:
     out, err = out or sys.stdout, err or sys.stderr
     try:
         args = _valid_arguments(command_parser().parse_args(argv))
-        local, vendor = args.vendor == "local", "openai" if args.vendor == "local" else args.vendor
-        choice = args.tool_choice or ("auto" if local else None)   # else llama.cpp shows no tools
         with ExitStack() as stack:
-            endpoint = stack.enter_context(local_model()) if local else None
-            model = endpoint.model if endpoint is not None else args.model
-
-            def client_for(name: str) -> Any:
-                """The SDK client: a recording's replay, or the endpoint; closed on leaving."""
-                client = replay_server(name, vendor).client(model) if args.replay is not None \
-                    else make_client(endpoint or endpoint_from(vendor, model, args.base_url,
-                                                               args.api_key))
-                stack.callback(client.close)
-                client = for_llama_cpp(client) if local else client
-                tools = [INVOICE.name] if name == "invoice_retry" else ["read_file"]
-                return with_tool_choice(client, vendor, choice, tools, local=local)
-            if args.check:
-                rows = run_check(client_for, vendor, model, stream=args.stream,
-                                 max_rounds=args.max_rounds, on_row=lambda r: print(
-                                     r.situation, "held" if r.held else "not held", file=out))
-                print(*check_lines(rows), sep="\n", file=out)
-                return 0 if all(r.held for r in rows) else 1
+            vendor, model, client_for = open_clients(args, stack)
             task = args.task or recording(args.replay, vendor)["task"]
             if args.replay:
                 print(f"replaying the recording {args.replay!r} ({vendor} wire format, written by "

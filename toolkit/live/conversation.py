@@ -1,28 +1,12 @@
 """Chapter 09: one conversation with a model, through the vendor's official SDK.
 
-The host shows the model its tools, asks, and reads the calls back; then it
-writes every result into the history under the id the model gave the call.
-Two classes do this, one per SDK, with the same two methods:
-
-* ``ask()`` sends the history and returns a ``ModelReply``: the round's calls
-  (``ToolCall``) and refusals (``Refusal``), the model's text and its stop
-  reason. Calls are read by the course's own readers
-  (``toolkit.wire.openai_calls`` / ``anthropic_calls``), so a response cut at
-  its token limit refuses every call in it.
-* ``answer(items, results)`` echoes the assistant turn (refused calls
-  included, with their raw arguments) and one result per call id: a
-  ``role: "tool"`` message each for OpenAI, one user turn of ``tool_result``
-  blocks (``is_error`` unless it succeeded) for Anthropic.
-
-With ``stream=True`` the SDK's raw events go, one by one, into the course's
-stream readers (``toolkit.wire.OpenAIStream`` / ``AnthropicStream``, built on
-the assembler): nothing is handed to the host before the completion event,
-and a stream that ends without one refuses its calls. A streamed reply is
-read only while it stays inside the host's caps (``toolkit._caps``: its text,
-its calls' argument bytes, and ``deadline`` seconds, kept by a timer even
-when the SDK yields nothing, e.g. pings); past one the host closes the
-stream, refuses its calls and says why in ``ModelReply.stop``.
-"""
+One class per SDK, with the same two methods: ``ask()`` sends the history and returns a
+``ModelReply`` whose calls the course's own readers parsed (``toolkit.wire.openai_calls`` /
+``anthropic_calls``; a reply cut at its token limit refuses them), and ``answer(items, results)``
+echoes the assistant turn and one result per call id. With ``stream=True`` the SDK's events go into
+the course's stream readers: nothing reaches the host before the completion event, and a reply past
+a cap of ``toolkit._caps`` or its ``deadline`` (a timer, even when the SDK yields nothing) is
+closed, its calls refused, the reason in ``ModelReply.stop``."""
 from __future__ import annotations
 
 import contextlib
@@ -30,12 +14,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from toolkit.kernel import Contract, ToolCall, ToolError, ToolResult
+from toolkit.kernel import Contract, Refusal, ToolCall, ToolError, ToolResult, completion_problem
 from toolkit._caps import MAX_REPLY_ARGUMENT_BYTES, MAX_REPLY_TEXT_CHARS, REPLY_DEADLINE
 from toolkit._stream_guards import over_cap
-from toolkit.wire import AnthropicStream, OpenAIStream, anthropic_assistant_message, anthropic_calls, anthropic_tool_results, openai_assistant_message, openai_calls, openai_tool_messages, tools_for
+from toolkit.wire import (AnthropicStream, OpenAIStream, anthropic_assistant_message,
+                          anthropic_calls, anthropic_tool_results, openai_assistant_message,
+                          openai_calls, openai_tool_messages, tools_for)
 from toolkit._ids import IdMap
-from toolkit.kernel import Refusal, completion_problem
 
 
 @dataclass(frozen=True)
@@ -230,6 +215,3 @@ def chat_for(vendor: str, client: Any, model: str, contracts: Sequence[Contract]
     if vendor == "anthropic":
         return AnthropicChat(client, model, list(contracts), task, **options)
     raise ValueError(f"unknown vendor {vendor!r}: choose openai or anthropic")
-
-
-__all__ = ["AnthropicChat", "ModelReply", "OpenAIChat", "chat_for"]

@@ -1,24 +1,11 @@
 """Chapter 09: reaching a model: which vendor, which endpoint, which key, and one clear line when it fails.
 
-The official SDKs do the talking (``openai`` for OpenAI and every
-OpenAI-compatible server such as a local Ollama, vLLM or llama.cpp server;
-``anthropic`` for Anthropic). They load only here, when a live run or a
-replay asks for a client, never at ``import toolkit``.
-
-The rules:
-
-* configuration comes from arguments first, then the usual environment
-  variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``);
-* the SDK never retries on its own (``max_retries=0``): the host owns the
-  retry budget, so every request the model sees is one the host decided on,
-  after the wait chapter 06's controller chose (``toolkit.live.session``);
-  a ``Retry-After`` the endpoint sends (``retry_after``) is the least it waits;
-* a missing key, a missing SDK or an endpoint that cannot be reached is a
-  ``LiveConfigError`` with one line of text, never a traceback.
-
-An OpenAI-compatible server on your own machine needs no real key: any text
-will do, so a ``base_url`` that is not OpenAI's own gets ``"local"`` when no
-key was given.
+The official SDKs (``openai`` for OpenAI and OpenAI-compatible servers such as Ollama, vLLM or
+llama.cpp; ``anthropic``) load only here, when a client is asked for, never at ``import toolkit``.
+Arguments come first, then ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``; a
+local ``base_url`` needs no real key (``"local"``). The SDK never retries (``max_retries=0``): the
+host owns the retry budget (``toolkit.live.session``), waiting at least a ``Retry-After``. A missing
+key or SDK, or an endpoint out of reach, is a ``LiveConfigError`` with one line, never a traceback.
 """
 from __future__ import annotations
 
@@ -77,12 +64,6 @@ def endpoint_from(vendor: str, model: str, base_url: str | None = None, api_key:
     return Endpoint(vendor, model.strip(), base_url, key)
 
 
-def key_found(vendor: str = "openai", environ: Mapping[str, str] | None = None) -> bool:
-    """Whether a key (or, for OpenAI, a base URL) is configured in the environment."""
-    env = os.environ if environ is None else environ
-    return bool(env.get(_KEY_VARIABLE.get(vendor, ""), "") or (vendor == "openai" and env.get("OPENAI_BASE_URL")))
-
-
 def make_client(endpoint: Endpoint, http_client: Any = None, timeout: float = 60.0) -> Any:
     """The official SDK client for ``endpoint`` (``http_client``: an ``httpx2.Client``, e.g. a mock transport)."""
     options: dict[str, Any] = {"api_key": endpoint.api_key, "max_retries": 0, "timeout": timeout}
@@ -133,7 +114,3 @@ def retry_after(exc: BaseException) -> float | None:
     except (TypeError, ValueError):
         return None
     return seconds if seconds is not None and 0 <= seconds < float("inf") else None
-
-
-__all__ = ["Endpoint", "LIVE_VENDORS", "LiveConfigError", "endpoint_from", "failure_line", "is_transient",
-           "key_found", "make_client", "retry_after"]

@@ -1,20 +1,10 @@
 """Chapter 09: recorded responses, served to the official SDK through its own mock HTTP transport.
 
-Without an endpoint, the chapter runs the very client code a live run uses:
-the SDK builds its request, and ``httpx2.MockTransport`` (the HTTP client
-both SDKs are built on) answers it with the next recorded body instead of a
-server. Nothing else changes, so what runs offline is what runs live.
-
-The recordings in ``toolkit/live/recordings`` are written by hand in each
-vendor's documented wire format (OpenAI Chat Completions, Anthropic
-Messages). They were never captured from a model. ``recording`` loads one
-and checks every body against the SDK's own types (``ChatCompletion``,
-``Message``) before it is served; ``sse_body`` turns a recorded response into
-the vendor's stream events when the request asked for a stream.
-
-``ReplayServer`` keeps every request body the SDK sent, so a test (or the
-chapter) can read exactly what went back to the model.
-"""
+Offline, the chapter runs the very client code a live run uses: ``httpx2.MockTransport`` answers the
+SDK's request with the next recorded body. The recordings (``toolkit/live/recordings``) are written
+by hand in each vendor's documented wire format, never captured from a model; ``recording`` checks
+every body against the SDK's own types before it is served, and ``ReplayServer`` keeps every request
+body the SDK sent, so a test can read exactly what went back to the model."""
 from __future__ import annotations
 
 import json
@@ -147,7 +137,3 @@ class ReplayServer:
 def replay_server(name: str, vendor: str) -> ReplayServer:
     """A ``ReplayServer`` for a named recording (its bodies checked against the SDK's types first)."""
     return ReplayServer(vendor, list(recording(name, vendor)["responses"]))
-
-
-__all__ = ["ReplayServer", "check_body", "recorded_stream", "recording", "recording_names", "replay_server",
-           "sse_body"]

@@ -4,20 +4,15 @@
 
     for each round, while the round budget lasts:
         reply = ask the model; a dropped connection, a 429 or a 5xx waits what chapter 06's
-                controller decides (full jitter, at least the endpoint's Retry-After), then asks again,
-                until the host's retry budget is spent: then the run stops with one line
+                controller decides (at least the endpoint's Retry-After), until the budget is spent
         a reply past a cap of toolkit._caps or its deadline: nothing in it runs; stop, with one line
         if the model asked for nothing: its text is the answer; stop (saying so if it never called)
         refused while reading (cut, unparseable, reused id): answered at once, never run
-        the other calls: one round, scheduled by the resources they touch (toolkit.wire.run_round),
-                         each checked by the contract and, if not safe to repeat, run through the ledger
+        the other calls: one round (toolkit.wire.run_round), each checked by the contract and, if
+                         not safe to repeat, run through the ledger
         write back the assistant turn and one result per call id
 
-``ModelPolicy`` is the same model as a policy for the course's own
-``toolkit.kernel.evaluate`` loop, beside ``ScriptedPolicy``: it hands the loop
-one call at a time and sends the loop's results back when a round is spent.
-Nothing about the loop's rules changes; only who proposes.
-"""
+``ModelPolicy`` puts the model in ``ScriptedPolicy``'s place for ``toolkit.kernel.evaluate``."""
 from __future__ import annotations
 
 import json
@@ -25,15 +20,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from toolkit.kernel import Host, State, Status, ToolCall, ToolError, ToolResult, invoke_with_ledger
+from toolkit.kernel import (Contract, FailureClass, Host, Jitter, Refusal, Retry, RetryController,
+                            RetryPolicy, State, Status, ToolCall, ToolError, ToolResult,
+                            invoke_with_ledger, request)
 from toolkit._caps import MAX_RETRY_AFTER, MAX_SUMMARY_CHARS
 from toolkit._show import call_line
-from toolkit.live import ModelReply
-from toolkit.live import failure_line, is_transient
-from toolkit.kernel import Refusal
+from toolkit.live import ModelReply, failure_line, is_transient, retry_after
 from toolkit.wire import run_round
-from toolkit.kernel import Contract, FailureClass, Jitter, request, Retry, RetryController, RetryPolicy
-from toolkit.live import retry_after
 
 #: What a run that ended without a single call says: its answer is no reading of any file.
 NO_CALL = "no tool was called; nothing was read"
@@ -92,10 +85,7 @@ class LiveRound:
 @dataclass
 class LiveRun:
     """A whole task: its rounds, whether the model finished inside the budget, and its final text.
-
-    ``stop`` says why the host stopped reading a reply (a cap or the deadline); ``recorded`` marks
-    a run served from a recording, whose final words were written beforehand, not from the files.
-    """
+    ``stop``: why the host stopped reading a reply; ``recorded``: served from a recording."""
 
     rounds: list[LiveRound] = field(default_factory=list)
     finished: bool = False
@@ -165,10 +155,8 @@ def ask_with_budget(chat: Any, retries: int, *, sleep: Callable[[float], Any] = 
 def run_task(chat: Any, host: Host, ledger: Any = None, *, max_rounds: int = 8, retries: int = 2,
              on_round: Callable[[LiveRound], None] | None = None, timeout: float | None = 60.0,
              sleep: Callable[[float], Any] = time.sleep, seed: int = 0) -> LiveRun:
-    """Run the task in ``chat`` against the model until it answers or ``max_rounds`` requests are spent.
-
-    ``retries``, ``sleep`` and ``seed`` are each request's retry budget, waiting and jitter (``ask_with_budget``).
-    """
+    """Run the task in ``chat`` until the model answers or ``max_rounds`` requests are spent;
+    ``retries``, ``sleep``, ``seed``: per request, as ``ask_with_budget`` takes them."""
     run = LiveRun()
     execute = lambda call: invoke_with_ledger(host, call, ledger)  # noqa: E731 - the ledger decides, per contract
     for number in range(1, max_rounds + 1):
@@ -200,11 +188,8 @@ def run_task(chat: Any, host: Host, ledger: Any = None, *, max_rounds: int = 8, 
 class ModelPolicy:
     """A real model as a policy for ``toolkit.kernel.evaluate``: one call per step, results sent back per round.
 
-    Calls the reader refused are answered by the policy itself (they never
-    reach the loop); the others are proposed in the model's order and the
-    loop checks and runs each. ``max_rounds`` bounds the requests; ``answer``
-    holds the model's final text once it stops.
-    """
+    Refused calls are answered by the policy (they never reach the loop); ``max_rounds`` bounds the
+    requests; ``answer`` holds the model's final text once it stops."""
 
     def __init__(self, chat: Any, *, max_rounds: int = 8, retries: int = 2,
                  sleep: Callable[[float], Any] = time.sleep, seed: int = 0):
@@ -235,7 +220,3 @@ class ModelPolicy:
         self._asked, self._text = reply.items, reply.text
         self._queue = [i for i in reply.items if isinstance(i, ToolCall)]
         return self._queue.pop(0) if self._queue else self(state)
-
-
-__all__ = ["LiveRound", "LiveRun", "LiveRunError", "ModelPolicy", "ask_with_budget",
-           "run_task", "sdk_failure", "verdict_of"]

@@ -1,7 +1,6 @@
 """The contract host over MCP (chapter 09): the course's tools served over MCP, and a host in front of any MCP server.
 
-Each name below is defined in the module it is listed under; that module loads on first use.
-"""
+Each name below is defined in the module it is listed under; that module loads on first use."""
 from toolkit._exports import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {

@@ -2,11 +2,11 @@
 
     python -m toolkit.mcp serve --workspace DIR [--tools read_file,edit_file,inspect_exports]
 
-Exit 2 with one line on stderr when the workspace is not a folder or a tool name is unknown.
-"""
+Exit 2 with one line on stderr when the workspace is not a folder or a tool name is unknown."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -30,10 +30,8 @@ def serve_command(argv: list[str] | None = None) -> int:
     if not Path(args.workspace).is_dir():
         print("error: --workspace must name an existing folder", file=sys.stderr)
         return 2
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         serve_stdio(args.workspace, names)
-    except KeyboardInterrupt:
-        return 0
     return 0
 
 
@@ -42,10 +40,9 @@ __all__: list[str] = []   # a command, not a library: nothing to import from her
 def exit_promptly(status: int) -> None:
     """End this server process at once with ``status``: the client waits for the exit when it closes.
 
-    The interpreter's own teardown of a process that has imported the MCP SDK takes about 0.1 s, and a
-    served process has nothing left to finish: each call closes its files, the host's log is in memory,
-    and stdout and stderr are flushed here. Only the command does this, never an imported function.
-    """
+    The interpreter's teardown after the MCP SDK takes about 0.1 s, and a served process has nothing
+    left to finish (files closed, the log in memory, output flushed here). Only the command does
+    this."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)

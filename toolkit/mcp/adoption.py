@@ -4,27 +4,13 @@
     the host's Trust      -> permissions, preconditions, approval, retry semantics
     the server's hints    -> may add a safeguard (destructiveHint asks for approval), never remove one
 
-An MCP server describes its tools with a schema and a few *hints*
-(``readOnlyHint``, ``destructiveHint``, ``idempotentHint``). A server the host
-does not control can say anything: a tool that deletes can call itself
-read-only. So hints only ever add caution here. What lifts a safeguard is the
-host's own ``Trust``: the tools it knows are safe to repeat, the argument that
-carries an idempotency key, the scopes a caller needs.
-
-Retry semantics, from the host's side: a tool in ``repeatable`` is ``SAFE``
-(no ledger); a tool with an idempotency field is ``SAFE_WITH_KEY``; every other
-tool is ``UNSAFE`` and goes through the ledger, keyed by the key it carries or
-else its call id, so a repeated call id replays instead of acting twice.
-
-Hardening: every adopted schema is closed: ``additionalProperties: false``,
-whatever the server listed, and no ``patternProperties`` or
-``unevaluatedProperties`` to reopen it, so an undeclared argument (``"admin":
-true``) never reaches the server. A listing entry the SDK cannot read, a schema
-that is not an object schema, that reaches outside itself (``$ref``), holds a
-pattern that cannot be checked in linear time, or that no validator compiles,
-makes the tool *unadoptable*: it is left out with a reason (``adopt_tool``
-returns the reason), never declared half-checked.
-"""
+A server the host does not control can say anything (a tool that deletes can call itself read-only),
+so its hints only add caution; the host's ``Trust`` lifts a safeguard. A tool in ``repeatable`` is
+``SAFE``; one with an idempotency field ``SAFE_WITH_KEY``; any other ``UNSAFE``, through the ledger.
+Every adopted schema is closed (no ``additionalProperties``, ``patternProperties`` or
+``unevaluatedProperties`` reopen it); a schema that is not an object schema, holds a ``$ref``, a
+pattern not checkable in linear time, or compiles in no validator leaves the tool out, with a
+reason."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -108,6 +94,3 @@ def adopt_tool(tool: Any, trust: Trust = Trust()) -> Contract | str:
         reason = shorten(reason, MAX_SERVER_ERROR_CHARS)
         return f"{echo_text(name)}: its inputSchema cannot be enforced ({reason})"
     return contract
-
-
-__all__ = ["adopt_tool", "adopted_schema", "hint", "Trust"]

@@ -4,19 +4,11 @@
         server.tools()                               # tools/list: mcp.types.Tool values
         server.call("read_file", {"path": "a.txt"})  # tools/call: an mcp.types.CallToolResult
 
-The SDK's ``stdio_client`` and ``ClientSession`` are async context managers that
-must be entered and left in the same task. A notebook cell already runs an event
-loop, and a host's tool runs synchronously, so the session lives in one task of
-an event loop in its own thread, from ``__enter__`` to ``__exit__``; each call is
-handed to that loop and waited for. Leaving the ``with`` block closes the
-session, which stops the server process the SDK started (and the thread).
-``start()`` launches the server without waiting, so a server can boot in the
-background while other work runs; its ``with`` block then waits until it is ready.
-
-Hardening: a call waits at most ``timeout`` seconds (``TimeoutError``); a server
-that fails to start raises ``ConnectionError`` with one line, not a traceback;
-the server's stderr goes to a temporary file (``server_log()`` reads it), not
-into the notebook cell, and the file is removed when the connection closes.
+The SDK's async context managers must be entered and left in one task, and a notebook cell already
+runs a loop: so the session lives in an event loop in its own thread from ``__enter__`` to
+``__exit__``, each call handed to it and waited for (at most ``timeout`` seconds). Leaving the block
+stops the server and the thread; ``start()`` boots the server in the background. A server that fails
+to start is a one-line ``ConnectionError``; its stderr goes to a temporary file (``server_log()``).
 """
 from __future__ import annotations
 
@@ -58,16 +50,11 @@ class McpConnection:
 
     # -- the session's life -----------------------------------------------------
     def start(self) -> "McpConnection":
-        """Start the server and the handshake without waiting for them; returns ``self``.
+        """Start the server and the handshake without waiting; returns ``self``. The ``with`` block
+        that follows waits until it is ready (and stops it at the end)::
 
-        The ``with`` block that follows waits until the server is ready (and stops it at the end), so a
-        caller can start several servers at once, or start one early and use it later::
-
-            course = McpConnection.stdio(command).start()   # starting in the background
-            ...                                              # other work meanwhile
-            with course as server:                           # ready here; stopped when the block ends
-                server.call("read_file", {"path": "a.txt"})
-        """
+            with McpConnection.stdio(command).start() as server:   # booted in the background
+                server.call("read_file", {"path": "a.txt"})"""
         if self._loop is not None:
             raise RuntimeError("this MCP connection is already open")
         try:
@@ -134,8 +121,7 @@ class McpConnection:
         """Enter the SDK's context managers, signal ready, wait for ``__exit__``, leave them (one task).
 
         The SDK is already imported (``start`` does it in the caller's thread), so while the server process
-        boots this thread only waits on pipes, and the caller's thread runs on undisturbed.
-        """
+        boots this thread only waits on pipes, and the caller's thread runs on undisturbed."""
         from mcp import ClientSession
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -168,12 +154,9 @@ class McpConnection:
     def tools(self) -> list[Any]:
         """tools/list, every page: the server's tools as ``mcp.types.Tool`` values.
 
-        The SDK refuses a whole listing for one entry it cannot read (an ``inputSchema`` that is
-        not an object); such a listing is read again raw: each entry the SDK reads becomes a
-        ``Tool``, one it cannot read stays the plain dict it was, for the host to leave out with its
-        reason. Where the SDK offers no raw read, the server is refused with one line
-        (``ConnectionError``).
-        """
+        A listing the SDK refuses for one unreadable entry is read again raw: each entry it cannot
+        read stays a dict, for the host to leave out with its reason (no raw read: a one-line
+        ``ConnectionError``)."""
         from mcp import types
         from pydantic import ValidationError
 
@@ -209,11 +192,8 @@ class McpConnection:
 
 
 def _readable(session: Any, entries: Any) -> list[Any]:
-    """Raw listing entries as ``mcp.types.Tool`` where the SDK reads them, else the dicts they were.
-
-    The tools read are handed to the session as a listing (the SDK checks a tool's answers against
-    the output schema it listed, and would list again, and fail again, for a tool it has not seen).
-    """
+    """Raw listing entries as ``mcp.types.Tool`` where the SDK reads them, else the dicts they were
+    (handed to the session as its listing, so the SDK checks answers against the schema it read)."""
     from mcp import types
 
     out = []
@@ -228,6 +208,3 @@ def _readable(session: Any, entries: Any) -> list[Any]:
         read = [tool for tool in out if isinstance(tool, types.Tool)]
         absorb(types.ListToolsResult(tools=read), complete=False)
     return out
-
-
-__all__ = ["CALL_SECONDS", "MAX_PAGES", "McpConnection", "START_SECONDS"]

@@ -2,26 +2,13 @@
 
     proposal -> host.check (schema, permissions, preconditions, approval) -> ledger -> tools/call -> ToolResult
 
-``McpHost`` reads a server's tools (``tools/list``), adopts each one as a
-contract (``toolkit.mcp.adoption``) and declares them in an ordinary
-``toolkit.kernel.Host``. A call then meets the same layers as any tool's: it is
-checked first; a call that needs approval asks ``approve`` (a person, or a test)
-and runs only with a yes; a tool that is not safe to repeat goes through the
-ledger (``toolkit.effects``), so a retried call id or key replays the first
-result instead of sending a second tools/call. Only a legal call reaches the
-server. ``sent`` counts what did.
-
-The server's answer comes back as the course's ``ToolResult``: its
-``structuredContent`` (or its text) is the output; ``isError: true`` is a failed
-call carrying the server's first line of text, cut short.
-
-Hardening: a server's listing and answers are a stranger's text. A tool the host
-cannot adopt, or whose name the listing repeats, is left out with its reason
-(``skipped``). An answer over ``MAX_ANSWER_BYTES`` is refused, and every answer
-is redacted like any other value the host shows (``toolkit._show``): fields the
-contract marks secret or whose name looks secret, and anything shaped like a
-credential, before the model, the ledger or the log sees it.
-"""
+``McpHost`` adopts each listed tool as a contract (``toolkit.mcp.adoption``) in a ``Host``: a call
+is checked first, asks ``approve`` when it needs approval, and goes through the ledger when
+it is not safe to repeat; only a legal call reaches the server (``sent`` counts them). The answer is
+a ``ToolResult``: ``structuredContent`` (or the text) as output; ``isError`` a failure with the
+server's first line. A server's text is a stranger's: tools it cannot adopt or lists twice are
+``skipped`` with a reason, an answer over ``MAX_ANSWER_BYTES`` is refused, every answer is redacted
+(``toolkit._show``) before the model, the ledger or the log sees it."""
 from __future__ import annotations
 
 import json
@@ -40,13 +27,9 @@ Approver = Callable[[ToolCall, Contract], bool]
 
 
 def remote_output(result: Any, secret_fields: Iterable[str] = ()) -> Any:
-    """A ``CallToolResult``'s payload, redacted: its structured content, else ``{"text": ...}``.
-
-    ``isError: true`` raises ``ToolFailure`` (a failed call), carrying the server's text redacted
-    and cut short; so does an answer over ``MAX_ANSWER_BYTES``. Redaction is the host's one way to
-    make a value safe to keep, ``toolkit._show.redact_arguments``: secret-named fields, the
-    contract's ``secret_fields``, credential shapes.
-    """
+    """A ``CallToolResult``'s payload, redacted (``toolkit._show.redact_arguments``): its structured
+    content, else ``{"text": ...}``. ``isError: true`` or an answer over ``MAX_ANSWER_BYTES`` raises
+    ``ToolFailure``, carrying the server's text redacted and cut short."""
     content = getattr(result, "content", None) or []
     texts = [getattr(c, "text", "") for c in content if getattr(c, "type", "") == "text"]
     if getattr(result, "is_error", False):
@@ -161,6 +144,3 @@ def _asked(approve: Approver, call: ToolCall, contract: Contract) -> bool:
         return approve(call, contract) is True
     except Exception:   # an approver that fails has not approved
         return False
-
-
-__all__ = ["Approver", "McpHost", "remote_output"]

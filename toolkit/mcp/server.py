@@ -3,23 +3,11 @@
     tools/list  -> one entry per contract: its name, description and argument schema, as declared
     tools/call  -> host.execute(ToolCall(name, arguments, call id)): the three tests, then run or refuse
 
-A refusal is still a result, never a protocol error: a ``CallToolResult`` with
-``isError: true``, the course's ``ToolResult`` dict as ``structuredContent``
-(code, pointer, hint: what the model needs to repair the call) and one short
-line of text for clients that read only text. An unknown tool is refused by the
-host's own unknown-tool test, which names the nearest declared tools.
-
-The server is the SDK's low-level ``Server``: it validates nothing itself, so
-everything a call meets is the contract (``toolkit.kernel.check``).
-
-Hardening below the rule: no refusal leaves the server with the workspace's
-absolute path in it (``without_root`` replaces it by ``<workspace>``, on every
-string of every error result, whatever built it); a handler that raises answers
-a generic ``isError`` result instead of ``str(exc)``; the host's log keeps the
-last ``LOG_KEEP`` attempts, each with what audit needs (ids, names, verdicts,
-status, the output's size and SHA-256) and never the output itself, so a
-long-running server stays flat however much it reads. Started, the server says
-once on stderr that it is serving and on which workspace (stdout is the protocol).
+A refusal is a result, never a protocol error: ``isError: true``, the ``ToolResult`` dict as
+``structuredContent`` (code, pointer, hint) and one line of text. The SDK's low-level ``Server``
+validates nothing, so all a call meets is the contract. No refusal carries the workspace's path
+(``without_root``), a handler that raises answers a generic error, and the log keeps the last
+``LOG_KEEP`` attempts, each output as its size and SHA-256 (``audit_copy``).
 
     python -m toolkit.mcp serve --workspace DIR [--tools read_file,edit_file,inspect_exports]
 """
@@ -70,8 +58,7 @@ def tool_listing(host: Host) -> list[Any]:
     """tools/list: each declared contract as an ``mcp.types.Tool`` (its schema exactly as the contract has it).
 
     The annotations are the vendor table's (``toolkit.wire.mcp_annotations``), read off the contract, so a
-    client that shows hints shows the contract's own words.
-    """
+    client that shows hints shows the contract's own words."""
     from mcp import types
 
     listing = []
@@ -191,10 +178,8 @@ def without_root(value: Any, roots: Iterable[str]) -> Any:
 
 def registration(workspace: Path | str, tools: Iterable[str] = ("read_file",), python: str = "python",
                  name: str = "course-files") -> dict[str, Any]:
-    """The JSON an MCP client (Claude Desktop, an IDE, ``mcp`` clients) reads to start this server.
-
-    ``python`` must be the interpreter that has this package installed (a venv's ``bin/python``).
-    """
+    """The JSON an MCP client (Claude Desktop, an IDE) reads to start this server; ``python`` is
+    the interpreter that has this package installed (a venv's ``bin/python``)."""
     args = ["-m", "toolkit.mcp", "serve", "--workspace", str(workspace)]
     tools = list(tools)
     if tools != ["read_file"]:
@@ -219,8 +204,3 @@ def serve_stdio(workspace: Path | str, names: Iterable[str] = ("read_file",)) ->
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(main)
-
-
-__all__ = ["answer_call", "audit_copy", "build_server", "call_result", "CATALOG", "catalog_tools", "LOG_KEEP",
-           "mcp_call_id", "mcp_text", "registration", "serve_stdio", "SERVER_NAME", "serving_host",
-           "tool_listing", "without_root", "workspace_roots"]

@@ -1,10 +1,9 @@
 """Chapter 08: the vendors' stream readers: raw server-sent-event bodies in, complete calls (or refusals) out.
 
 ``OpenAIStream`` and ``AnthropicStream`` read a raw body (text, bytes or chunks split anywhere),
-check every event's shape and feed the kernel's ``Assembler``; they never raise on bad data (a
-body they cannot trust refuses every call in it), never echo an event's text, and meet the
-assembler's and the decoder's caps. ``openai_stream`` / ``anthropic_stream`` wrap them as
-generators."""
+check every event's shape and feed the kernel's ``Assembler``; they never raise on bad data (a body
+they cannot trust refuses every call in it), never echo an event's text, and meet the assembler's
+and the decoder's caps. ``openai_stream`` / ``anthropic_stream`` wrap them as generators."""
 from __future__ import annotations
 
 import json

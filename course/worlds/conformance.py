@@ -1,5 +1,8 @@
 """Chapter 09: the recorded situations as a conformance check of any endpoint: which ones held.
 
+    python -m course.worlds.conformance --vendor openai|anthropic|local
+                                        [--base-url URL --model NAME | --replay] [--stream]
+
 Each recording (``toolkit/live/recordings``) is a situation with an
 expectation: a plain read, a hostile path, a schema repair, a keyed retry,
 parallel reads. ``run_check`` plays each situation's task against a client
@@ -9,22 +12,28 @@ judges only what the contract decides: verdicts, layers, results, rounds,
 files opened, invoices made. Never the model's words.
 
 Against the recordings every expectation holds; a real model shows what it
-does, and a small one fails some: the table says which.
+does, and a small one fails some: the table says which. The command takes
+``python -m toolkit.live``'s endpoint options (a bare ``--replay`` replays
+each situation's own recording); it exits 0 when every expectation held, 1
+when some did not, 2 on a configuration error, 130 on Ctrl-C.
 """
 from __future__ import annotations
 
 import json
 import secrets
+import sys
 import tempfile
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from toolkit.kernel import Contract, FailureClass, Host, Retry, Status, Tool, ToolFailure
 from toolkit.kernel import make_read_file
 from toolkit._show import shorten
-from toolkit.files.witness import opened_outside, recording_opens
-from toolkit.live import LiveRunError, chat_for, recording, run_task
+from toolkit.live import LiveConfigError, LiveRunError, chat_for, recording, run_task
+from toolkit.live import command_parser, open_clients
+from course.worlds.witness import opened_outside, recording_opens
 
 TODO, PLAN = "1. ship the invoice fix\n2. answer Ana\n", "Plan: fix invoices this week.\n"
 _KEY = {"type": "string", "minLength": 1}
@@ -174,4 +183,33 @@ def check_lines(rows: list[CheckRow]) -> list[str]:
     return out
 
 
-__all__ = ["CheckRow", "EXPECTED", "INVOICE", "check_lines", "check_situation", "run_check"]
+def conformance_command(argv: Sequence[str] | None = None, out=None, err=None) -> int:
+    """Run the check from the terminal; returns the exit status (see the module docstring)."""
+    out, err = out or sys.stdout, err or sys.stderr
+    parser = command_parser()
+    parser.prog = "python -m course.worlds.conformance"
+    try:
+        args = parser.parse_args(argv)
+        if args.max_rounds < 1:
+            raise LiveConfigError("--max-rounds must be at least 1")
+        if args.replay or (args.replay is not None and args.vendor == "local"):
+            raise LiveConfigError("--replay takes no name here (each situation replays its own), "
+                                  "and not with --vendor local")
+        with ExitStack() as stack:
+            vendor, model, client_for = open_clients(
+                args, stack, lambda name: [INVOICE.name] if name == "invoice_retry" else ["read_file"])
+            rows = run_check(client_for, vendor, model, stream=args.stream,
+                             max_rounds=args.max_rounds, on_row=lambda r: print(
+                                 r.situation, "held" if r.held else "not held", file=out))
+    except (LiveConfigError, LiveRunError) as problem:
+        print(f"error: {problem}", file=err)
+        return 2
+    except KeyboardInterrupt:           # the local server is already stopped and reaped by then
+        print("error: interrupted", file=err)
+        return 130
+    print(*check_lines(rows), sep="\n", file=out)
+    return 0 if all(r.held for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(conformance_command())
