@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import browser_harness as harness
-from widget_driver import FIRST_RUN, LATENCY
+from widget_driver import FIRST_RUN, LATENCY, START_PAGE_IN_FRONT
 
 REQUIRE_BROWSER = os.environ.get("REQUIRE_BROWSER") == "1"
 #: Where screenshots go without ``BROWSER_ARTIFACTS`` (README.md and INSTRUCTORS.md say so).
@@ -139,15 +139,6 @@ def lab_page(browser, lab, lab_requests):
         yield page
     finally:
         context.close()
-
-
-#: The start page is open, in front, in a JupyterLab that has finished restoring its layout.
-START_PAGE_IN_FRONT = """() => {
-  const app = window.jupyterapp;
-  if (!app || !app.shell) return false;
-  const w = app.shell.currentWidget;
-  return !!(w && w.context && w.context.path === 'notebooks/00_start_here.ipynb');
-}"""
 
 
 @pytest.fixture

@@ -16,6 +16,14 @@ from pathlib import Path
 
 from widget_chapters import Step
 
+#: True once JupyterLab shows the start page in front (the README's command opens it there).
+START_PAGE_IN_FRONT = """() => {
+  const app = window.jupyterapp;
+  if (!app || !app.shell) return false;
+  const w = app.shell.currentWidget;
+  return !!(w && w.context && w.context.path === 'notebooks/00_start_here.ipynb');
+}"""
+
 #: The innermost ``VBox`` around an element: a panel's own box (controls and display).
 PANEL_BOX = "xpath=ancestor::div[contains(concat(' ', normalize-space(@class), ' '), ' widget-vbox ')][1]"
 
