@@ -16,6 +16,9 @@ from pathlib import Path
 
 from widget_chapters import Step
 
+#: The address the README's command lands on: the start page (in a JupyterLab workspace, or not).
+START_PAGE_ADDRESS = r"/lab/(workspaces/[^/]+/)?tree/notebooks/00_start_here\.ipynb"
+
 #: True once JupyterLab shows the start page in front (the README's command opens it there).
 START_PAGE_IN_FRONT = """() => {
   const app = window.jupyterapp;
