@@ -32,7 +32,7 @@ from toolkit.kernel import Contract, FailureClass, Host, Retry, Status, Tool, To
 from toolkit.kernel import make_read_file
 from toolkit._show import shorten
 from toolkit.live import LiveConfigError, LiveRunError, chat_for, recording, run_task
-from toolkit.live import command_parser, open_clients
+from toolkit.live import command_parser, command_status, open_clients
 from course.worlds.witness import opened_outside, recording_opens
 
 TODO, PLAN = "1. ship the invoice fix\n2. answer Ana\n", "Plan: fix invoices this week.\n"
@@ -188,7 +188,8 @@ def conformance_command(argv: Sequence[str] | None = None, out=None, err=None) -
     out, err = out or sys.stdout, err or sys.stderr
     parser = command_parser()
     parser.prog = "python -m course.worlds.conformance"
-    try:
+
+    def command() -> int:
         args = parser.parse_args(argv)
         if args.max_rounds < 1:
             raise LiveConfigError("--max-rounds must be at least 1")
@@ -201,15 +202,9 @@ def conformance_command(argv: Sequence[str] | None = None, out=None, err=None) -
             rows = run_check(client_for, vendor, model, stream=args.stream,
                              max_rounds=args.max_rounds, on_row=lambda r: print(
                                  r.situation, "held" if r.held else "not held", file=out))
-    except (LiveConfigError, LiveRunError) as problem:
-        print(f"error: {problem}", file=err)
-        return 2
-    except KeyboardInterrupt:           # the local server is already stopped and reaped by then
-        print("error: interrupted", file=err)
-        return 130
-    print(*check_lines(rows), sep="\n", file=out)
-    return 0 if all(r.held for r in rows) else 1
-
+        print(*check_lines(rows), sep="\n", file=out)
+        return 0 if all(r.held for r in rows) else 1
+    return command_status(command, err)
 
 if __name__ == "__main__":
     sys.exit(conformance_command())

@@ -4,7 +4,7 @@ Each name below is defined in the module it is listed under; that module loads o
 from toolkit._exports import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "cli": ("command_parser", "live_command", "open_clients"),
+    "cli": ("command_parser", "command_status", "live_command", "open_clients"),
     "conversation": ("AnthropicChat", "chat_for", "ModelReply", "OpenAIChat"),
     "endpoint": ("Endpoint", "endpoint_from", "failure_line", "is_transient", "LIVE_VENDORS",
                  "LiveConfigError", "make_client", "retry_after"),

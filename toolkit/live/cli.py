@@ -102,10 +102,24 @@ def open_clients(args: argparse.Namespace, stack: ExitStack,
     return vendor, model, client_for
 
 
+def command_status(command: Callable[[], int], err) -> int:
+    """``command()``'s exit status; a configuration or endpoint error is one line on ``err`` and 2,
+    Ctrl-C is 130 (a local server is already stopped and reaped by then)."""
+    try:
+        return command()
+    except (LiveConfigError, LiveRunError) as problem:
+        print(f"error: {problem}", file=err)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=err)
+        return 130
+
+
 def live_command(argv: Sequence[str] | None = None, out=None, err=None) -> int:
     """Run the command; returns the exit status (see the module docstring)."""
     out, err = out or sys.stdout, err or sys.stderr
-    try:
+
+    def command() -> int:
         args = _valid_arguments(command_parser().parse_args(argv))
         with ExitStack() as stack:
             vendor, model, client_for = open_clients(args, stack)
@@ -118,15 +132,10 @@ def live_command(argv: Sequence[str] | None = None, out=None, err=None) -> int:
                             [t.contract for t in host.tools.values()], task, stream=args.stream)
             run = run_task(chat, host, max_rounds=args.max_rounds,
                            on_round=lambda r: print(*r.lines(), sep="\n", file=out))
-    except (LiveConfigError, LiveRunError) as problem:
-        print(f"error: {problem}", file=err)
-        return 2
-    except KeyboardInterrupt:           # the local server is already stopped and reaped by then
-        print("error: interrupted", file=err)
-        return 130
-    run.recorded = args.replay is not None
-    print(*run.outcome(), sep="\n", file=out)
-    return run.exit_status
+        run.recorded = args.replay is not None
+        print(*run.outcome(), sep="\n", file=out)
+        return run.exit_status
+    return command_status(command, err)
 
 
-__all__ = ["command_parser", "live_command"]
+__all__ = ["command_parser", "command_status", "live_command", "open_clients"]
