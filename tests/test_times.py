@@ -13,9 +13,11 @@ When a test here fails, update honestly:
   its own (a new heading: it is counted on top of the measurement, as growth);
 * you renamed a timed section: rename it in ``TIMED`` (its ``sections``), nothing else;
 * the course has changed enough to need timing again: time it with a student and write the new
-  ranges into ``TIMED``, with the sections as timed, and recompute each ``extra`` as the middle of
-  the new range less what PACE counts. Never widen a range, change an ``extra`` or a figure of
-  PACE just to fit the estimate: the range is what a student took, not what the estimate says.
+  ranges into ``TIMED``, with the sections as timed, and recompute each ``extra``: what puts PACE's
+  count of the chapter a tenth of a minute above the middle of its new range (so its stated time
+  rounds to the range's top, a time that holds). Never widen a range, change an ``extra`` or a
+  figure of PACE just to fit the estimate: the range is what a student took, not what the
+  estimate says.
 """
 from __future__ import annotations
 
@@ -106,7 +108,7 @@ def test_a_new_section_is_growth_and_the_timed_estimate_stays(tmp_path):
     assert before.growth == 0 and set(before.sections) == {"", "1.1"}
     words = 150 + len(est.WORD.findall("## 1.9 A section added later"))
     added = (words * est.PACE["words"].minutes + est.PACE["cells"].minutes
-             + est.PACE["code_lines"].minutes)            # its heading and prose, one cell of one line
+             + est.PACE["code_lines"].minutes)            # its heading, prose, one cell, one line
     assert after.growth == pytest.approx(added)
     assert after.timed == pytest.approx(before.timed) and after.core == pytest.approx(
         before.core + added)
@@ -166,7 +168,7 @@ def _region(begin: str, end: str) -> str:
 
 
 def _table_rows() -> dict[str, tuple[int, int, int, int]]:
-    """INSTRUCTORS.md's chapter-times table: chapter -> (core, deep, exercise, core and exercise)."""
+    """INSTRUCTORS.md's chapter-times table: chapter -> (core, deep, exercise, core + exercise)."""
     rows = re.findall(r"^\| (\d\d) .+? \| (\d+) min \| (\d+ min|–) \| (\d+ min|–) \| (\d+) min \|",
                       _region(est.TABLE_BEGIN, est.TABLE_END), re.M)
     def minutes(v: str) -> int:
@@ -205,8 +207,8 @@ def test_the_one_day_plan_adds_up_the_table_and_its_breaks():
 def test_the_sessions_hold_every_chapter_once_and_add_up():
     table = _table_rows()
     plan = _region(est.PLAN_BEGIN, est.PLAN_END)
-    rows = re.findall(r"^\| (\d+) \| ([\d, ]+) \| (\d+) min \| (\d+) min \| (\d+) min \| (-?\d+) min \|$",
-                      plan, re.M)
+    row = r"^\| (\d+) \| ([\d, ]+) \| (\d+) min \| (\d+) min \| (\d+) min \| (-?\d+) min \|$"
+    rows = re.findall(row, plan, re.M)
     assert rows, "no sessions table"
     numbers = [n for _, names, *_ in rows for n in names.split(", ")]
     assert numbers == list(table)
