@@ -135,9 +135,12 @@ def _numbered(chapter: int, last: int) -> tuple[str, ...]:
 #: 4 h 00 in all); every exercise together 2 h 20 - 2 h 30. The other chapters were timed only
 #: within the course's total. A chapter's ``sections`` are its core path's as the pace was
 #: calibrated on them (commit eb477c0). The counts in PACE do not tell 01, 07 and 08 from the
-#: others (their prose, code, output, panels and questions are alike), so what the student took
-#: beyond the counts is written down as those chapters' ``extra``. A section added since is not
-#: in ``sections``: the estimate counts it on top, and the measurement stays what was measured.
+#: others (their prose, code, output, panels and questions are alike): no pace at all (any rates
+#: for the counts, prose no faster than 250 words a minute) gives those three their 40, 35 and 35
+#: min without putting the course above 5 h 20 (a linear program over the counts says so). What
+#: the student took beyond the counts is written down instead, as those chapters' ``extra``. A
+#: section added since is not in ``sections``: the estimate counts it on top, and the
+#: measurement stays what was measured.
 TIMED = {
     "core path": Timed(low=285, high=315),
     "exercises": Timed(low=140, high=150),
