@@ -3,7 +3,7 @@
     python benchmarks/bench_ledger_storm.py [--workers 8] [--keys 600] [--kills 40] [--lease 2.0] [--seed 0]
 
 ``workers`` processes call the same ``keys`` keys, each in its own shuffled
-order, through ``SqliteLedger.call`` (the effect lives elsewhere: one line per
+order, through ``DurableLedger.call`` (the effect lives elsewhere: one line per
 effect appended to an effect log, the downstream system's own record). While
 they run, the parent SIGKILLs a random worker at random moments, ``kills``
 times, and starts a fresh worker in its place, so kills land inside calls:
@@ -15,7 +15,7 @@ one is told to wait, and reconciles the key from the effect log once the lease
 has run out.
 
 Then the restart: every worker is gone; the parent waits out the last lease,
-runs the reaper (``SqliteLedger.reap``, settling each dead claim from the
+runs the reaper (``DurableLedger.reap``, settling each dead claim from the
 effect log) and retries every key once (a key nobody reached runs now). It reports, as ``RESULT`` lines:
 
 * kills, how many landed inside a call (the victim held a claim) and how many
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.kernel import LedgerStatus
-from toolkit.effects import SqliteLedger, connect
+from toolkit.effects import DurableLedger, connect
 from course.worlds import process_context, reap
 
 TOOL = "touch"
@@ -84,7 +84,7 @@ def _effect(log: EffectLog, worker: str, rng: random.Random):
     return effect
 
 
-def settle_key(ledger: SqliteLedger, log: EffectLog, key: str, effect: Any, patience: int = 40) -> Any:
+def settle_key(ledger: DurableLedger, log: EffectLog, key: str, effect: Any, patience: int = 40) -> Any:
     """Call ``key`` until it has a final answer: wait while a live owner holds it, reconcile a dead claim."""
     arguments = {"key": key}
     answer = None
@@ -109,7 +109,7 @@ def _worker(path: str, log_path: str, keys: list[str], name: str, seed: int, lea
     order = list(keys)
     rng.shuffle(order)
     log = EffectLog(log_path)
-    with SqliteLedger(path, lease_seconds=lease, owner=name) as ledger:
+    with DurableLedger(path, lease_seconds=lease, owner=name) as ledger:
         effect = _effect(log, name, rng)
         for key in order:
             settle_key(ledger, log, key, effect, patience=20)
@@ -128,7 +128,7 @@ def storm(workers: int = 8, keys: int = 600, kills: int = 40, lease: float = 2.0
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ledger-storm-")))
         path, log = str(tmp / "ledger.db"), EffectLog(str(tmp / "effects.log"))
-        SqliteLedger(path).close()                     # the table exists before the workers race to it
+        DurableLedger(path).close()                     # the table exists before the workers race to it
         go, started, procs, named = ctx.Event(), 0, [], {}
         view = stack.enter_context(closing(connect(path)))   # the parent's look at the claims a kill left
 
@@ -174,7 +174,7 @@ def storm(workers: int = 8, keys: int = 600, kills: int = 40, lease: float = 2.0
 
 def _restart(path: str, log: EffectLog, names: list[str], lease: float, began: float) -> dict[str, Any]:
     """Every worker is gone: wait out the leases, reap, retry every key once, and count."""
-    with SqliteLedger(path, lease_seconds=lease, owner="storm-restart") as ledger:
+    with DurableLedger(path, lease_seconds=lease, owner="storm-restart") as ledger:
         left = ledger.pending()
         logged = {r["key"] for r in log.records()}
         orphans = sum(1 for e in left if e["key"] in logged)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.kernel import LedgerStatus
-from toolkit.effects import SqliteLedger, transaction
+from toolkit.effects import DurableLedger, transaction
 from course.worlds import in_one_child, process_context, reap
 from course.worlds import EventLog
 
@@ -42,7 +42,7 @@ def _race(processes: int, keys: int, mode: str, ctx: Any) -> dict[str, Any]:
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ledger-race-")))
         path, effects = str(tmp / "ledger.db"), str(tmp / "effects.log")
-        with SqliteLedger(path) as ledger, transaction(ledger.conn):
+        with DurableLedger(path) as ledger, transaction(ledger.conn):
             ledger.conn.execute("CREATE TABLE IF NOT EXISTS effects (key TEXT NOT NULL, worker INTEGER)")
         go = ctx.Event()
         workers = [ctx.Process(target=_racer, args=(path, effects, mode, names, seed, go))
@@ -54,7 +54,7 @@ def _race(processes: int, keys: int, mode: str, ctx: Any) -> dict[str, Any]:
         for worker in workers:
             reap(worker, 60)
         if mode == "atomic":
-            with SqliteLedger(path) as ledger:
+            with DurableLedger(path) as ledger:
                 done = [k for (k,) in ledger.conn.execute("SELECT key FROM effects")]
         else:
             done = EventLog(effects).read()
@@ -84,7 +84,7 @@ def _racer(path: str, effects: str, mode: str, keys: list[str], seed: int, go: A
         time.sleep(0.001)  # widen the window in which another process can find the key pending
         return {"done_by": seed}
 
-    with SqliteLedger(path) as ledger:
+    with DurableLedger(path) as ledger:
         for key in order:
             for _ in range(2000):
                 if mode == "atomic":
