@@ -1,7 +1,7 @@
-"""Chapter 05: many processes, the same keys, one SQLite ledger: one effect per key.
+"""Chapter 05: many processes, the same keys, one durable ledger: one effect per key.
 
-``race`` starts several processes that claim the same keys against one SQLite
-file at once and counts the effects each key got (the promise: one), how the
+``race`` starts several processes that claim the same keys against one ledger
+at once (a SQLite file, or the PostgreSQL database ``url`` names) and counts the effects each key got (the promise: one), how the
 final answers were spread over ran / replayed, and how often a process was
 told to wait (``in_progress``) before asking again. Every process is ended and
 the temporary directory removed before it returns.
@@ -9,7 +9,6 @@ the temporary directory removed before it returns.
 from __future__ import annotations
 
 import random
-import sqlite3
 import tempfile
 import time
 from contextlib import ExitStack
@@ -22,8 +21,10 @@ from course.worlds import in_one_child, process_context, reap
 from course.worlds import EventLog
 
 
-def race(processes: int = 4, keys: int = 20, mode: str = "atomic", *, context: str | None = None) -> dict[str, Any]:
-    """``processes`` processes call the same ``keys`` keys at once against one SQLite file.
+def race(processes: int = 4, keys: int = 20, mode: str = "atomic", *, context: str | None = None,
+         url: str | None = None) -> dict[str, Any]:
+    """``processes`` processes call the same ``keys`` keys at once against one ledger: a new SQLite
+    file, or ``url`` (a database of its own: no ledger or effects table yet).
 
     ``mode`` is ``atomic`` (the effect is a row in the same database) or
     ``external`` (the effect is a line in another file, bracketed by
@@ -33,15 +34,15 @@ def race(processes: int = 4, keys: int = 20, mode: str = "atomic", *, context: s
         raise ValueError("mode must be 'atomic' or 'external'")
     ctx = process_context(context)
     if ctx.get_start_method() == "fork":            # the racers start from one child process
-        return in_one_child(_race, processes, keys, mode, ctx)
-    return _race(processes, keys, mode, ctx)
+        return in_one_child(_race, processes, keys, mode, ctx, url)
+    return _race(processes, keys, mode, ctx, url)
 
 
-def _race(processes: int, keys: int, mode: str, ctx: Any) -> dict[str, Any]:
+def _race(processes: int, keys: int, mode: str, ctx: Any, url: str | None) -> dict[str, Any]:
     names = [f"k{i}" for i in range(keys)]
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ledger-race-")))
-        path, effects = str(tmp / "ledger.db"), str(tmp / "effects.log")
+        path, effects = url or str(tmp / "ledger.db"), str(tmp / "effects.log")
         with DurableLedger(path) as ledger, transaction(ledger.conn):
             ledger.conn.execute("CREATE TABLE IF NOT EXISTS effects (key TEXT NOT NULL, worker INTEGER)")
         go = ctx.Event()
@@ -75,7 +76,7 @@ def _racer(path: str, effects: str, mode: str, keys: list[str], seed: int, go: A
     random.Random(seed).shuffle(order)
     effect_log = EventLog(effects)
 
-    def atomic_effect(conn: sqlite3.Connection, args: dict) -> dict:
+    def atomic_effect(conn: Any, args: dict) -> dict:
         conn.execute("INSERT INTO effects (key, worker) VALUES (?, ?)", (args["key"], seed))
         return {"done_by": seed}
 
