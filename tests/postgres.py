@@ -6,7 +6,8 @@ exit a fast stop and the folder removed. ``initdb`` refuses to run as root, so a
 server command runs as the ``postgres`` user, in a folder that user owns. It waits on states, never
 on sleeps: ``pg_ctl -w`` returns once the server accepts connections, then ``pg_isready`` and a
 real connection confirm it. ``needed()`` says what is missing, if anything: a test skips then, but
-fails under ``CI`` or ``REQUIRE_POSTGRES=1`` (``.ci/run`` sets both), so CI never skips it.
+fails under ``CI`` or ``REQUIRE_POSTGRES=1`` (CI runs ``.ci/run`` with ``CI=true``, and ``.ci/run`` sets
+``REQUIRE_POSTGRES=1``), so CI never skips it.
 """
 from __future__ import annotations
 
