@@ -27,8 +27,8 @@ DIALECTS: dict[str, dict[str, Any]] = {
     "postgresql": {"placeholder": "%s", "begin": ("BEGIN ISOLATION LEVEL READ COMMITTED",),
                    "serial": ("BEGIN ISOLATION LEVEL READ COMMITTED", "SELECT pg_advisory_xact_lock(1)"),
                    "lock_row": " FOR UPDATE", "rowid": "rowid BIGINT GENERATED ALWAYS AS IDENTITY,",
-                   "columns": "SELECT column_name FROM information_schema.columns "
-                              "WHERE table_name = ? AND table_schema = current_schema()",
+                   "columns": "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
+                              "AND table_schema = current_schema() ORDER BY ordinal_position",
                    "setup": ("SET lock_timeout = {ms}", "SET synchronous_commit = {sync}")},
 }
 
@@ -65,9 +65,9 @@ def as_sent(conn: Any, sql: str) -> str:
     return sql.format_map(dialect(conn)).replace("?", dialect(conn)["placeholder"])
 
 
-def columns(conn: Any, table: str) -> set[str]:
-    """The names of a table's columns (none if there is no such table)."""
-    return {row[0] for row in conn.execute(dialect(conn)["columns"], (table,))}
+def columns(conn: Any, table: str) -> list[str]:
+    """The names of a table's columns, in order (none if there is no such table)."""
+    return [row[0] for row in conn.execute(dialect(conn)["columns"], (table,))]
 
 
 def busy(error: BaseException) -> bool:
