@@ -89,7 +89,8 @@ def _effect(log: EffectLog, worker: str, rng: random.Random):
     return effect
 
 
-def settle_key(ledger: DurableLedger, log: EffectLog, key: str, effect: Any, patience: int = 40) -> Any:
+def settle_key(ledger: DurableLedger, log: EffectLog, key: str, effect: Any,
+               patience: int = 40) -> Any:
     """Call ``key`` until it has a final answer: wait while a live owner holds it, reconcile a dead claim."""
     arguments = {"key": key}
     answer = None
@@ -125,8 +126,8 @@ def _worker(path: str, log_path: str, keys: list[str], name: str, seed: int, lea
 
 def storm(workers: int = 8, keys: int = 600, kills: int = 40, lease: float = 2.0, seed: int = 0,
           timeout: float = 120.0, url: str | None = None) -> dict[str, Any]:
-    """Run the storm and the restart on a SQLite file, or on the database ``url`` names; return the figures
-    (see the module docstring)."""
+    """Run the storm and the restart on a SQLite file, or on the database ``url`` names; return
+    the figures (see the module docstring)."""
     names = [f"k{i:04d}" for i in range(keys)]
     rng = random.Random(seed)
     ctx = process_context(None)
@@ -134,7 +135,7 @@ def storm(workers: int = 8, keys: int = 600, kills: int = 40, lease: float = 2.0
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ledger-storm-")))
         path, log = url or str(tmp / "ledger.db"), EffectLog(str(tmp / "effects.log"))
-        DurableLedger(path).close()                     # the table exists before the workers race to it
+        DurableLedger(path).close()                    # the table exists before the workers race
         go, started, procs, named = ctx.Event(), 0, [], {}
         view = stack.enter_context(closing(connect(path)))   # the parent's look at the claims a kill left
 
@@ -198,8 +199,8 @@ def _restart(path: str, log: EffectLog, names: list[str], lease: float, began: f
     lost = [k for k in names if k not in rows or rows[k]["result"] != first.get(k)]
     return {"dead_claims_at_restart": len(left),
             "orphan_effects_at_restart": orphans, "reaped": dict(reaped), "answers_after_restart": dict(answers),
-            "effects": sum(effects.values()), "effects_per_key": sorted(set(effects[k] for k in names)),
-            "duplicate_effects":
+            "effects": sum(effects.values()),
+            "effects_per_key": sorted(set(effects[k] for k in names)), "duplicate_effects":
                 sum(max(0, effects[k] - 1) for k in names), "lost_results": len(lost), "stuck_keys": len(stuck),
             "seconds": round(time.perf_counter() - began, 2),
             "keys_per_second": round(len(names) / (time.perf_counter() - began), 1)}
@@ -212,13 +213,16 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=40)
     parser.add_argument("--lease", type=float, default=2.0)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--url", default=os.environ.get(URL_VARIABLE), help="a database of its own (default: SQLite)")
+    parser.add_argument("--url", default=os.environ.get(URL_VARIABLE),
+                        help="a database of its own (default: a SQLite file)")
     options = parser.parse_args()
-    found = storm(options.workers, options.keys, options.kills, options.lease, options.seed, url=options.url)
+    found = storm(options.workers, options.keys, options.kills, options.lease, options.seed,
+                  url=options.url)
     print(f"{options.workers} workers x {found['keys']} keys, lease {options.lease:g} s: {found['kills']} SIGKILLs "
           f"({found['kills_mid_call']} inside a call, {found['kills_after_effect']} of them after the effect), "
-          f"{found['workers_started']} workers started; storm {found['storm_seconds']} s, all {found['seconds']} s "
-          f"({found['keys_per_second']} keys/s); {found['effects']} effects")
+          f"{found['workers_started']} workers started; storm {found['storm_seconds']} s, "
+          f"all {found['seconds']} s ({found['keys_per_second']} keys/s); "
+          f"{found['effects']} effects")
     print(f"restart: {found['dead_claims_at_restart']} dead claims ({found['orphan_effects_at_restart']} with their "
           f"effect made), reaped {found['reaped']}, then every key: {found['answers_after_restart']}")
     per_key = ",".join(map(str, found["effects_per_key"]))

@@ -1,13 +1,13 @@
-"""A throwaway PostgreSQL cluster for tests: made, started, used, stopped and removed by ``cluster()``.
+"""A throwaway PostgreSQL cluster for tests: made, started, stopped and removed by ``cluster()``.
 
 ``cluster()`` is a context manager: ``initdb`` in a new temporary folder (data, log and socket
 inside it), the server started on 127.0.0.1 at a free port and on that folder's socket, and on
 exit a fast stop and the folder removed. ``initdb`` refuses to run as root, so as root every
-server command runs as the ``postgres`` user, in a folder that user owns. It waits on states, never
-on sleeps: ``pg_ctl -w`` returns once the server accepts connections, then ``pg_isready`` and a
-real connection confirm it. ``needed()`` says what is missing, if anything: a test skips then, but
-fails under ``CI`` or ``REQUIRE_POSTGRES=1`` (CI runs ``.ci/run`` with ``CI=true``, and ``.ci/run`` sets
-``REQUIRE_POSTGRES=1``), so CI never skips it.
+server command runs as the ``postgres`` user, in a folder that user owns. It waits on states,
+never on sleeps: ``pg_ctl -w`` returns once the server accepts connections, then ``pg_isready``
+and a real connection confirm it. ``needed()`` says what is missing, if anything: a test skips
+then, but fails under ``CI`` or ``REQUIRE_POSTGRES=1`` (CI runs ``.ci/run`` with ``CI=true``,
+and ``.ci/run`` sets ``REQUIRE_POSTGRES=1``), so CI never skips it.
 """
 from __future__ import annotations
 
@@ -27,12 +27,13 @@ from urllib.parse import quote
 import pytest
 
 #: True where a missing PostgreSQL is a failure, not a skip (CI, or asked for).
-REQUIRED = os.environ.get("REQUIRE_POSTGRES") == "1" or os.environ.get("CI", "").lower() in ("1", "true", "yes")
+REQUIRED = (os.environ.get("REQUIRE_POSTGRES") == "1"
+            or os.environ.get("CI", "").lower() in ("1", "true", "yes"))
 ROOT_USER = hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 def binaries() -> Path | None:
-    """The newest installed server's bin folder (Debian keeps them under /usr/lib/postgresql/N/bin)."""
+    """The newest installed server's bin folder (Debian: /usr/lib/postgresql/N/bin)."""
     found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"),
                    key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0)
     if found:
@@ -53,7 +54,7 @@ def missing() -> str:
 
 
 def needed() -> None:
-    """Skip the calling test when PostgreSQL is missing, or fail it where it must run (``REQUIRED``)."""
+    """Skip the calling test when PostgreSQL is missing, or fail it where it must run."""
     reason = missing()
     if reason:
         (pytest.fail if REQUIRED else pytest.skip)(reason)
@@ -61,13 +62,14 @@ def needed() -> None:
 
 @dataclass
 class Cluster:
-    """A running throwaway cluster: ``url(name)`` reaches one of its databases, ``create(name)`` makes one."""
+    """A running throwaway cluster: ``url(name)`` reaches a database, ``create(name)`` makes one."""
 
     folder: Path
     port: int
 
     def url(self, database: str = "postgres") -> str:
-        return f"postgresql://postgres@/{database}?host={quote(str(self.folder), safe='')}&port={self.port}"
+        host = quote(str(self.folder), safe="")
+        return f"postgresql://postgres@/{database}?host={host}&port={self.port}"
 
     def create(self, database: str) -> str:
         import psycopg
@@ -92,26 +94,28 @@ def _free_port() -> int:
 
 @contextmanager
 def cluster() -> Iterator[Cluster]:
-    """initdb, start and yield a ``Cluster``; on exit stop it and remove its folder, whatever happened."""
+    """initdb, start and yield a ``Cluster``; on exit stop it and remove its folder, whatever
+    happened."""
     bin_dir = binaries()
     assert bin_dir is not None, missing()
     # as root: a folder the postgres user can reach (the run's own temporary folder is root's alone)
     folder = Path(tempfile.mkdtemp(prefix="course-pg-", dir="/tmp" if ROOT_USER else None))
     data, log = folder / "data", folder / "server.log"
+    initdb, pg_ctl, pg_isready = (str(bin_dir / n) for n in ("initdb", "pg_ctl", "pg_isready"))
     try:
         if ROOT_USER:
             shutil.chown(folder, "postgres", "postgres")
-        made = _as_server_user([str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres",
+        made = _as_server_user([initdb, "-D", str(data), "-A", "trust", "-U", "postgres",
                                 "-E", "UTF8", "--no-sync"])
         assert made.returncode == 0, f"initdb failed: {made.stderr}"
         port = _free_port()
         settings = (f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={folder} "
-                    "-c shared_buffers=16MB -c max_connections=60")
-        started = _as_server_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "90",
+                    "-c shared_buffers=16MB")
+        started = _as_server_user([pg_ctl, "-D", str(data), "-l", str(log), "-w", "-t", "90",
                                    "-o", settings, "start"])
         assert started.returncode == 0, f"the server did not start: {started.stdout}{_tail(log)}"
         try:
-            ready = subprocess.run([str(bin_dir / "pg_isready"), "-h", str(folder), "-p", str(port), "-t", "60"],
+            ready = subprocess.run([pg_isready, "-h", str(folder), "-p", str(port), "-t", "60"],
                                    capture_output=True, text=True, timeout=90)
             assert ready.returncode == 0, f"pg_isready: {ready.stdout}{_tail(log)}"
             server = Cluster(folder, port)
@@ -121,16 +125,17 @@ def cluster() -> Iterator[Cluster]:
                 assert probe.execute("SELECT 1").fetchone() == (1,)
             yield server
         finally:
-            stopped = _as_server_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "60",
+            stopped = _as_server_user([pg_ctl, "-D", str(data), "-m", "fast", "-w", "-t", "60",
                                        "stop"])
             if stopped.returncode != 0:
-                _as_server_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"])
+                _as_server_user([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"])
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
 def _tail(log: Path) -> str:
     try:
-        return "\n" + "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-20:])
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return ""
+    return "\n" + "\n".join(lines[-20:])

@@ -123,7 +123,7 @@ def test_in_progress_key_is_not_run_twice(db, tmp_path):
     seen = []
 
     def effect(arguments):
-        with DurableLedger(tmp_path / "ledger.db") as other:      # a second process's view of the same file
+        with DurableLedger(tmp_path / "ledger.db") as other:   # a second process's view of the file
             seen.append(other.call("invoice-431", effect, arguments))
         return {"invoice_id": "INV-9"}
 

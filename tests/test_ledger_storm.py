@@ -1,10 +1,11 @@
 """A crash storm on the durable ledger: 8 worker processes, 600 keys, random SIGKILLs mid-call, a restart.
 
-The storm itself lives in ``benchmarks/bench_ledger_storm.py`` (which prints the figures); this module runs it on a
-SQLite file and on a throwaway PostgreSQL cluster (``tests/postgres.py``: started for this module, stopped and
-removed after it) and holds the same promises on both: exactly one effect per key, no result lost, no key left
-pending once its lease has expired. Each run prints its figures (time, kills, effects, keys/s), so the two
-databases can be compared. Marked slow (seconds each); CI runs them like every other test, PostgreSQL included.
+The storm itself lives in ``benchmarks/bench_ledger_storm.py`` (which prints the figures); this
+module runs it on a SQLite file and on a throwaway PostgreSQL cluster (``tests/postgres.py``:
+started for this module, stopped and removed after it) and holds the same promises on both:
+exactly one effect per key, no result lost, no key left pending once its lease has expired. Each
+run prints its figures (time, kills, effects, keys/s), so the two databases can be compared.
+Marked slow (seconds each); CI runs them like every other test, PostgreSQL included.
 """
 import importlib.util
 import signal
@@ -46,9 +47,10 @@ def holds_the_promises(found: dict) -> None:
 
 def report(database: str, lease: float, found: dict, capsys) -> None:
     with capsys.disabled():
-        print(f"\nledger storm on {database}, lease {lease:g} s: {found['keys']} keys, {found['kills']} SIGKILLs "
-              f"({found['kills_mid_call']} inside a call), {found['effects']} effects, "
-              f"{found['seconds']} s, {found['keys_per_second']} keys/s")
+        print(f"\nledger storm on {database}, lease {lease:g} s: {found['keys']} keys, "
+              f"{found['kills']} SIGKILLs ({found['kills_mid_call']} inside a call), "
+              f"{found['effects']} effects, {found['seconds']} s, "
+              f"{found['keys_per_second']} keys/s")
 
 
 @pytest.mark.slow
@@ -69,7 +71,7 @@ def test_the_same_storm_on_postgresql(server, lease, capsys):
     holds_the_promises(found)
     import psycopg
 
-    with psycopg.connect(url) as check:      # the rows are on the server, one per key, every one done
-        assert check.execute("SELECT count(*), count(*) FILTER (WHERE state = 'done') FROM ledger").fetchone() \
-            == (600, 600)
+    with psycopg.connect(url) as check:      # the rows are on the server, one per key, all done
+        rows = "SELECT count(*), count(*) FILTER (WHERE state = 'done') FROM ledger"
+        assert check.execute(rows).fetchone() == (600, 600)
     report("PostgreSQL", lease, found, capsys)

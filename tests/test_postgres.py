@@ -1,8 +1,9 @@
-"""The durable ledger and the billing books on PostgreSQL: the same answers as on SQLite, from a real server.
+"""The durable ledger and the billing books on PostgreSQL: the answers SQLite gives, from a server.
 
-One throwaway cluster serves the module (``tests/postgres.py``: made, started, stopped and removed); each test
-gets a database of its own. The URL chooses the database (``COURSE_DATABASE_URL`` when none is given), the one
-table in ``toolkit.effects.database`` says what the two dialects are sent, and a SQLite user never imports psycopg.
+One throwaway cluster serves the module (``tests/postgres.py``: made, started, stopped and removed);
+each test gets a database of its own. The URL chooses the database (``COURSE_DATABASE_URL`` when
+none is given), the one table in ``toolkit.effects.database`` says what the two dialects are sent,
+and a SQLite user never imports psycopg.
 """
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ import pytest
 
 import postgres
 from course.worlds import KEY, ORDER, BillingService, race
-from toolkit.effects import (CLAIM, DIALECTS, FIND, SETTLE, URL_VARIABLE, DurableLedger, as_sent, connect,
-                             transaction)
+from toolkit.effects import (CLAIM, DIALECTS, FIND, SETTLE, URL_VARIABLE, DurableLedger, as_sent,
+                             connect, transaction)
 from toolkit.kernel import LedgerStatus
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,13 +39,14 @@ def url(server) -> str:
     return server.create(f"test_{next(_names)}")
 
 
-# --------------------------------------------------------------------------- the one table of differences
+# ------------------------------------------------------------------ the one table of differences
 
 def test_each_dialect_is_sent_the_ledgers_sql_in_its_own_words():
     assert as_sent("sqlite", CLAIM) == CLAIM and "?" not in as_sent("postgresql", CLAIM)
     assert as_sent("postgresql", CLAIM).count("%s") == CLAIM.count("?") == 6
-    assert "ON CONFLICT (principal, key) DO NOTHING" in CLAIM      # the same words on both: the unique key decides
-    assert as_sent("postgresql", FIND).endswith("FOR UPDATE") and not as_sent("sqlite", FIND).endswith("UPDATE")
+    assert "ON CONFLICT (principal, key) DO NOTHING" in CLAIM   # same words: the unique key decides
+    assert as_sent("postgresql", FIND).endswith("FOR UPDATE")
+    assert not as_sent("sqlite", FIND).endswith("UPDATE")
     assert as_sent("postgresql", SETTLE).count("%s") == 4
     assert DIALECTS["sqlite"]["begin"] == ("BEGIN IMMEDIATE",)
     assert DIALECTS["postgresql"]["begin"] == ("BEGIN ISOLATION LEVEL READ COMMITTED",)
@@ -64,13 +66,15 @@ def test_a_url_chooses_the_database(tmp_path, monkeypatch):
 
 def test_a_sqlite_ledger_never_imports_psycopg(tmp_path):
     code = ("import sys, toolkit as tk\n"
-            f"with tk.DurableLedger({str(tmp_path / 'l.db')!r}) as l: l.call('k', lambda a: a, {{}})\n"
+            f"with tk.DurableLedger({str(tmp_path / 'l.db')!r}) as l:\n"
+            "    l.call('k', lambda a: a, {})\n"
             "print('psycopg' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "False", done.stderr
 
 
-# --------------------------------------------------------------------------- the fixture
+# ------------------------------------------------------------------ the fixture
 
 def test_the_cluster_is_stopped_and_removed():
     postgres.needed()
@@ -95,7 +99,7 @@ def test_a_missing_server_skips_here_and_fails_where_it_must_run(monkeypatch):
         postgres.needed()
 
 
-# --------------------------------------------------------------------------- the ledger on a server
+# ------------------------------------------------------------------ the ledger on a server
 
 def test_the_ledger_answers_on_a_server_as_on_a_file(url, monkeypatch):
     monkeypatch.setenv(URL_VARIABLE, url)
@@ -105,13 +109,15 @@ def test_the_ledger_answers_on_a_server_as_on_a_file(url, monkeypatch):
         first = ledger.call("k1", lambda a: effects.append(a) or {"n": a["n"]}, {"n": 1}, tool="t")
         again = ledger.call("k1", lambda a: effects.append(a) or {"n": a["n"]}, {"n": 1}, tool="t")
         other = ledger.call("k1", lambda a: effects.append(a), {"n": 2}, tool="t")
-        assert (first.status, again.status, other.status) == (LedgerStatus.RAN, LedgerStatus.REPLAYED,
-                                                              LedgerStatus.CONFLICT)
+        assert [first.status, again.status, other.status] == [
+            LedgerStatus.RAN, LedgerStatus.REPLAYED, LedgerStatus.CONFLICT]
         assert again.result == {"n": 1} and effects == [{"n": 1}]
         assert ledger.record("k2", {}, {"ok": True}).status is LedgerStatus.RAN
-        assert [e["key"] for e in ledger.entries()] == ["k1", "k2"] and len(ledger) == 2 and "k1" in ledger
+        assert [e["key"] for e in ledger.entries()] == ["k1", "k2"]
+        assert len(ledger) == 2 and "k1" in ledger
     with DurableLedger(url) as reopened:                    # a new connection finds every key
-        assert reopened.call("k1", lambda a: effects.append(a), {"n": 1}, tool="t").status is LedgerStatus.REPLAYED
+        answer = reopened.call("k1", lambda a: effects.append(a), {"n": 1}, tool="t")
+        assert answer.status is LedgerStatus.REPLAYED
     assert effects == [{"n": 1}]
 
 
@@ -128,7 +134,8 @@ def test_an_atomic_effect_and_its_row_commit_together_or_not_at_all(url):
 
         failed = ledger.call_atomic("a", write, {"key": "a", "fail": True})
         assert failed.status is LedgerStatus.FAILED and failed.error.retryable
-        assert ledger.conn.execute("SELECT count(*) FROM invoices").fetchone() == (0,) and ledger.entries() == []
+        assert ledger.conn.execute("SELECT count(*) FROM invoices").fetchone() == (0,)
+        assert ledger.entries() == []
         assert ledger.call_atomic("a", write, {"key": "a"}).status is LedgerStatus.RAN
         assert ledger.call_atomic("a", write, {"key": "a"}).status is LedgerStatus.REPLAYED
         assert ledger.conn.execute("SELECT key FROM invoices").fetchall() == [("a",)]
@@ -138,14 +145,16 @@ def test_a_dead_claim_is_reaped_from_the_downstream_record(url):
     clock = [1000.0]
     with DurableLedger(url, lease_seconds=5, owner="worker-a", clock=lambda: clock[0]) as ledger:
         def dies(args):
-            raise KeyboardInterrupt              # the process stops between the claim and its done row
+            raise KeyboardInterrupt          # the process stops between the claim and its done row
 
         with pytest.raises(KeyboardInterrupt):
             ledger.call("k", dies, {"n": 1})
         assert [e["state"] for e in ledger.pending()] == ["pending"]
-        assert ledger.call("k", lambda a: a, {"n": 1}).status is LedgerStatus.IN_PROGRESS   # the lease is live
+        live = ledger.call("k", lambda a: a, {"n": 1})
+        assert live.status is LedgerStatus.IN_PROGRESS and live.error.retryable   # a live lease
         clock[0] += 10
-        assert [a.status for a in ledger.reap(lambda key: {"found": key})] == [LedgerStatus.RECONCILED]
+        reaped = ledger.reap(lambda key: {"found": key})
+        assert [a.status for a in reaped] == [LedgerStatus.RECONCILED]
         assert ledger.lookup("k")["result"] == {"found": "k"} and ledger.pending() == []
 
 
@@ -158,7 +167,7 @@ def test_racing_processes_get_one_effect_per_key_on_a_server(url, mode):
     assert outcome["answers"] == {"ran": 12, "replayed": 36}
 
 
-# --------------------------------------------------------------------------- the billing books on a server
+# ------------------------------------------------------------------ the billing books on a server
 
 def test_the_books_number_invoices_and_honour_keys_on_a_server(url):
     service = BillingService(url, honour_keys=True)
@@ -168,8 +177,10 @@ def test_the_books_number_invoices_and_honour_keys_on_a_server(url):
         assert (again[0], again[1]["invoice_id"], again[1]["replayed"]) == (200, "INV-9", True)
         status, body = service.create_invoice({**ORDER, "amount": 5})
         assert status == 409 and body["errors"][0]["code"] == "idempotency_conflict"
-        status, tagged = service.create_invoice({**ORDER, "idempotency_key": "k2", "amount": 12.25}, student="ada")
-        assert (status, tagged["invoice_id"], tagged["amount"], tagged["student"]) == (201, "INV-10", 12.25, "ada")
+        status, tagged = service.create_invoice({**ORDER, "idempotency_key": "k2", "amount": 12.25},
+                                                student="ada")
+        assert status == 201 and tagged["invoice_id"] == "INV-10"
+        assert (tagged["amount"], tagged["student"]) == (12.25, "ada")
         assert [i["invoice_id"] for i in service.invoices()] == ["INV-9", "INV-10"]
         assert service.find(KEY)["invoice_id"] == "INV-9" and service.find("nope") is None
     finally:
@@ -194,7 +205,8 @@ def test_requests_from_many_threads_get_numbers_in_order_and_one_invoice_per_key
         assert sorted(status for status, _ in answers) == [200] * 3 + [201] * 21, answers
         numbers = [int(i["invoice_id"].removeprefix("INV-")) for i in service.invoices()]
         assert numbers == list(range(9, 9 + 21)), "every number once, in order, none skipped"
-        assert len({i["invoice_id"] for s, i in answers if i["idempotency_key"] == "shared-key"}) == 1
+        shared = {i["invoice_id"] for _, i in answers if i["idempotency_key"] == "shared-key"}
+        assert len(shared) == 1
     finally:
         service.close()
 
@@ -216,9 +228,10 @@ def test_the_billing_command_reads_the_url_from_the_environment(url, tmp_path):
             process.wait(30)
     service = BillingService(url)
     try:
-        assert [i["invoice_id"] for i in service.invoices()] == ["INV-9"]   # the books are on the server
+        assert [i["invoice_id"] for i in service.invoices()] == ["INV-9"]   # kept on the server
     finally:
         service.close()
     no_db = {k: v for k, v in env.items() if k != URL_VARIABLE}
-    refused = subprocess.run(command, env=no_db, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    refused = subprocess.run(command, env=no_db, cwd=ROOT, capture_output=True, text=True,
+                             timeout=120)
     assert refused.returncode == 2 and URL_VARIABLE in refused.stderr

@@ -164,10 +164,12 @@ def test_the_sqlite_setup_is_written_once():
 
 
 def test_the_dialect_table_is_written_once():
-    """What SQLite and PostgreSQL are sent differently (how a transaction opens, row locks, the column listing,
-    the connection settings) is written in ``database.DIALECTS`` only; everything else writes SQL once, with ``?``."""
-    dialect_sql = ("BEGIN ", "PRAGMA table_info", "SELECT name FROM pragma_table_info", "SET lock_timeout",
-                   "SET synchronous_commit", "SELECT pg_advisory", "SELECT column_name FROM information_schema")
+    """What SQLite and PostgreSQL are sent differently (how a transaction opens, row locks, the
+    column listing, the connection settings) is written in ``database.DIALECTS`` only; everything
+    else writes its SQL once, with ``?``."""
+    dialect_sql = ("BEGIN ", "PRAGMA table_info", "SELECT name FROM pragma_table_info",
+                   "SET lock_timeout", "SET synchronous_commit", "SELECT pg_advisory",
+                   "SELECT column_name FROM information_schema")
 
     def speaks_a_dialect(node: ast.AST) -> bool:
         return isinstance(node, ast.Constant) and isinstance(node.value, str) and (

@@ -1,7 +1,9 @@
 """Chapter 05: the billing service as its own process: HTTP + JSON on 127.0.0.1, served by tornado.
 
-    python -m course.worlds.billing_http serve --db billing.db|postgresql://... --port 0 [--honour-keys]
+    python -m course.worlds.billing_http serve --db billing.db --port 0 [--honour-keys]
         [--prefix /services/billing/] [--hub-auth] [--restart]
+
+``--db`` is a SQLite file or a ``postgresql://`` URL (default: ``COURSE_DATABASE_URL``).
 
 It listens on 127.0.0.1 (``--ip`` only for a pod of its own, with ``--hub-auth``) and speaks a
 few routes:
@@ -286,8 +288,8 @@ def billing_main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course.worlds.billing_http", description="Run the billing service.")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("serve", help="serve on 127.0.0.1")
-    run.add_argument("--db", default=None,
-                     help="the invoices' SQLite file, or a postgresql:// URL (default: COURSE_DATABASE_URL)")
+    run.add_argument("--db", default=None, help="the invoices' SQLite file, or a postgresql:// URL "
+                                                "(default: COURSE_DATABASE_URL)")
     run.add_argument("--port", type=int, default=0, help="0 picks a free port (printed on start)")
     run.add_argument("--honour-keys", action="store_true", help="recognize idempotency keys")
     run.add_argument("--prefix", default="", help="answer under this path too, e.g. /services/billing/")

@@ -1,4 +1,4 @@
-"""Chapter 05: the billing service's logic: its own books, invoices INV-9, INV-10, ..., and the key check.
+"""Chapter 05: the billing service's logic: its books, invoices INV-9, INV-10, ..., the key check.
 
 ``issue_invoice`` is the rule: with ``honour_keys`` the service itself
 recognizes an idempotency key (the same key with the same order returns the
@@ -100,7 +100,8 @@ def list_invoices(conn: Any) -> list[dict[str, Any]]:
 
 
 def open_books(where: str | Path | None = None) -> Any:
-    """Open (and if needed create) a billing database: a SQLite path, or a URL (None: ``COURSE_DATABASE_URL``)."""
+    """Open (and if needed create) a billing database: a SQLite path, or a URL (None:
+    ``COURSE_DATABASE_URL``)."""
     conn = connect(where)
     with transaction(conn, serial=True):
         conn.execute(as_sent(conn, INVOICES_SCHEMA))
@@ -161,7 +162,7 @@ class BillingService:
     def __init__(self, where: str | Path | None = None, *, honour_keys: bool = False,
                  notify: Callable[[str], None] | None = None):
         self.where = where
-        self.conn = open_books(where)             # the connection of the thread that made the service
+        self.conn = open_books(where)         # the connection of the thread that made the service
         self._owner = threading.get_ident()
         self.honour_keys = honour_keys
         self.notify = notify

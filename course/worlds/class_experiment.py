@@ -146,7 +146,8 @@ def _unkeyed_story(client: BillingClient, arguments: dict, trace: list[str]) -> 
                  f"billing, which does not look at keys, creates {again['invoice_id']} for the same order")
 
 
-def _keyed_story(client: BillingClient, ledger: DurableLedger, arguments: dict, trace: list[str]) -> None:
+def _keyed_story(client: BillingClient, ledger: DurableLedger, arguments: dict,
+                 trace: list[str]) -> None:
     key = arguments["idempotency_key"]
     trace.append(f"agent marks {key} pending in its durable ledger, then sends create_invoice")
     first = ledger.call(key, lambda args: _send_and_lose(client, args, trace), arguments, tool="create_invoice")

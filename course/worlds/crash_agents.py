@@ -127,7 +127,8 @@ def _one_attempt(mode: str, crash_at: str | None, work: Path, port: int | None, 
 
 
 class _MemoryBook(MemoryLedger):
-    """The agent's ledger in its own memory, with the two steps the naive agent takes on a ``DurableLedger``."""
+    """The agent's ledger in its own memory, with the two steps the naive agent takes on a
+    ``DurableLedger``."""
 
     def lookup(self, key: str) -> dict[str, Any] | None:
         return {"key": key, "result": self.invoke(key, _never_runs, None)} if key in self else None

@@ -1,10 +1,11 @@
 """Chapter 05: many processes, the same keys, one durable ledger: one effect per key.
 
 ``race`` starts several processes that claim the same keys against one ledger
-at once (a SQLite file, or the PostgreSQL database ``url`` names) and counts the effects each key got (the promise: one), how the
-final answers were spread over ran / replayed, and how often a process was
-told to wait (``in_progress``) before asking again. Every process is ended and
-the temporary directory removed before it returns.
+at once (a SQLite file, or the PostgreSQL database ``url`` names) and counts
+the effects each key got (the promise: one), how the final answers were spread
+over ran / replayed, and how often a process was told to wait (``in_progress``)
+before asking again. Every process is ended and the temporary directory removed
+before it returns.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Chapter 05: the one way this package opens a database: a SQLite file, or a PostgreSQL server by URL.
+"""Chapter 05: the one way this package opens a database: a SQLite file, or PostgreSQL by URL.
 
 ``connect(where)`` takes a path or ``sqlite:///path`` (SQLite, the default) or a ``postgresql://``
 URL (psycopg, imported only then); ``None`` reads ``COURSE_DATABASE_URL``. Every user writes inside
@@ -19,22 +19,25 @@ from typing import Any, Iterator
 
 URL_VARIABLE = "COURSE_DATABASE_URL"
 _SYNC = ("OFF", "NORMAL", "FULL", "EXTRA")   # what ``PRAGMA synchronous`` accepts
+_READ_COMMITTED = "BEGIN ISOLATION LEVEL READ COMMITTED"
 #: What the SQL differs in, per dialect; SQL is written once with ``?`` and these ``{names}``.
 DIALECTS: dict[str, dict[str, Any]] = {
     "sqlite": {"placeholder": "?", "begin": ("BEGIN IMMEDIATE",), "serial": ("BEGIN IMMEDIATE",),
                "lock_row": "", "rowid": "", "columns": "SELECT name FROM pragma_table_info(?)",
-               "setup": ("PRAGMA busy_timeout={ms}", "PRAGMA journal_mode=WAL", "PRAGMA synchronous={sync}")},
-    "postgresql": {"placeholder": "%s", "begin": ("BEGIN ISOLATION LEVEL READ COMMITTED",),
-                   "serial": ("BEGIN ISOLATION LEVEL READ COMMITTED", "SELECT pg_advisory_xact_lock(1)"),
+               "setup": ("PRAGMA busy_timeout={ms}", "PRAGMA journal_mode=WAL",
+                         "PRAGMA synchronous={sync}")},
+    "postgresql": {"placeholder": "%s", "begin": (_READ_COMMITTED,),
+                   "serial": (_READ_COMMITTED, "SELECT pg_advisory_xact_lock(1)"),
                    "lock_row": " FOR UPDATE", "rowid": "rowid BIGINT GENERATED ALWAYS AS IDENTITY,",
-                   "columns": "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
-                              "AND table_schema = current_schema() ORDER BY ordinal_position",
+                   "columns": "SELECT column_name FROM information_schema.columns WHERE "
+                              "table_name = ? AND table_schema = current_schema() "
+                              "ORDER BY ordinal_position",
                    "setup": ("SET lock_timeout = {ms}", "SET synchronous_commit = {sync}")},
 }
 
 
-def connect(where: str | Path | None = None, *, synchronous: str = "FULL", busy_timeout_ms: int = 10_000,
-            check_same_thread: bool = True) -> Any:
+def connect(where: str | Path | None = None, *, synchronous: str = "FULL",
+            busy_timeout_ms: int = 10_000, check_same_thread: bool = True) -> Any:
     """Open a database the way every ledger connection must be opened (the settings above)."""
     if not isinstance(synchronous, str) or synchronous.upper() not in _SYNC:
         raise ValueError(f"synchronous must be one of {_SYNC}")
@@ -48,8 +51,8 @@ def connect(where: str | Path | None = None, *, synchronous: str = "FULL", busy_
     elif "://" in text and not text.startswith("sqlite:///"):
         raise ValueError("a database URL starts with sqlite:/// or postgresql://")
     else:
-        conn = sqlite3.connect(text.removeprefix("sqlite:///"), isolation_level=None, timeout=ms / 1000,
-                               check_same_thread=check_same_thread)
+        conn = sqlite3.connect(text.removeprefix("sqlite:///"), isolation_level=None,
+                               timeout=ms / 1000, check_same_thread=check_same_thread)
     for statement in dialect(conn)["setup"]:
         conn.execute(statement.format(ms=ms, sync=sync))
     return conn
@@ -61,7 +64,7 @@ def dialect(conn: Any) -> dict[str, Any]:
 
 
 def as_sent(conn: Any, sql: str) -> str:
-    """SQL written once (``?`` and the table's ``{names}``) as the dialect of ``conn`` receives it."""
+    """SQL written once (``?``, the table's ``{names}``) as the dialect of ``conn`` receives it."""
     return sql.format_map(dialect(conn)).replace("?", dialect(conn)["placeholder"])
 
 
@@ -75,8 +78,8 @@ def busy(error: BaseException) -> bool:
     if getattr(error, "sqlstate", None):
         return error.sqlstate in ("55P03", "40P01", "40001")
     code = getattr(error, "sqlite_errorcode", 0) & 0xFF
-    return isinstance(error, sqlite3.Error) and (code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-                                                 or "locked" in str(error))
+    return isinstance(error, sqlite3.Error) and (
+        code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(error))
 
 
 @contextmanager
@@ -99,7 +102,7 @@ def transaction(conn: Any, serial: bool = False) -> Iterator[Any]:
 
 
 class _Server:
-    """A psycopg connection that speaks as ``sqlite3``'s does: ``execute(sql, params)`` with ``?``."""
+    """A psycopg connection that speaks as ``sqlite3``'s does: ``execute(sql, params)``, ``?``."""
 
     dialect = "postgresql"
 

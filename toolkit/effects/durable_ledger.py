@@ -17,8 +17,9 @@ from typing import Any, Callable, Iterable
 from toolkit.kernel import Answer, invoke_effect, LedgerStatus, Status, ToolFailure, ToolResult
 from toolkit._json import check_call
 from toolkit._show import scrub, secret_values
-from toolkit.effects import (as_sent, columns, connect, transaction, LIVE, claim_owner, existing_answer,
-                             lease_length, lease_state, settle_row, storage_failure, decode_result, encode_result)
+from toolkit.effects import (as_sent, columns, connect, transaction, LIVE, claim_owner,
+                             existing_answer, lease_length, lease_state, settle_row,
+                             storage_failure, decode_result, encode_result)
 
 LEDGER_SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledger ({rowid}
@@ -45,8 +46,8 @@ class DurableLedger:
     ``owner`` holds a claim for ``lease_seconds``."""
 
     def __init__(self, where: str | Path | None = None, *, synchronous: str = "FULL",
-                 busy_timeout_ms: int = 10_000, lease_seconds: float = 60.0, owner: str | None = None,
-                 clock: Callable[[], float] = time.time):
+                 busy_timeout_ms: int = 10_000, lease_seconds: float = 60.0,
+                 owner: str | None = None, clock: Callable[[], float] = time.time):
         self.lease_seconds, self.owner, self.clock = lease_length(lease_seconds), owner, clock
         self._lock = threading.RLock()
         self.conn = connect(where, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms,
@@ -171,8 +172,9 @@ class DurableLedger:
         try:
             with self._lock, transaction(self.conn):
                 if verdict == "pending":       # nobody will finish this call: end the lease now
-                    self.conn.execute("UPDATE ledger SET lease_until = ? WHERE principal = ? AND key = ? "
-                                      "AND state = 'pending' AND owner = ?", (self.clock(), *fence))
+                    self.conn.execute("UPDATE ledger SET lease_until = ? WHERE principal = ? "
+                                      "AND key = ? AND state = 'pending' AND owner = ?",
+                                      (self.clock(), *fence))
                 else:                          # release: the effect did not happen, the key is free
                     text = None if verdict == "release" else encode_result(value)
                     held = settle_row(self.conn, *fence, text)
@@ -211,7 +213,7 @@ class DurableLedger:
                 answer = existing_answer(row, key, tool, digest, self.clock())
                 if answer.status is not LedgerStatus.IN_PROGRESS:
                     return answer
-                settle_row(self.conn, principal, key, row[4], text)   # the row is this transaction's
+                settle_row(self.conn, principal, key, row[4], text)   # the row is locked: ours
         except self.conn.Error as exc:
             return storage_failure(key, exc, "nothing was recorded")
         return Answer(LedgerStatus.RECONCILED, key, decode_result(text))

@@ -60,7 +60,7 @@ def _process_gone(owner: str) -> bool:
 
 
 def storage_failure(key: Any, exc: Exception, after: str, secret: Iterable[str] = ()) -> Answer:
-    """A database error as an answer: a lock held past the timeout is retryable, anything else is not."""
+    """A database error as an answer: a lock held past the timeout is retryable, nothing else is."""
     shown = key if isinstance(key, str) else ""
     if busy(exc):
         return Answer.refusal("failed", shown, f"the database stayed locked past the busy timeout; {after}",
@@ -88,7 +88,8 @@ SETTLE = ("UPDATE ledger SET state = 'done', result = ?, owner = NULL, lease_unt
 
 
 def settle_row(conn: Any, principal: str, key: str, owner: str | None, text: str | None) -> int:
-    """Settle a pending row with a stored result, fenced by ``owner`` (``text`` None deletes it): rows changed."""
+    """Settle a pending row with a stored result, fenced by ``owner`` (``text`` None deletes it);
+    the rows changed."""
     if text is None:
         return conn.execute("DELETE FROM ledger WHERE principal = ? AND key = ? AND state = 'pending' "
                             "AND COALESCE(owner, '') = ?", (principal, key, owner or "")).rowcount
