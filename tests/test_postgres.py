@@ -158,6 +158,37 @@ def test_a_dead_claim_is_reaped_from_the_downstream_record(url):
         assert ledger.lookup("k")["result"] == {"found": "k"} and ledger.pending() == []
 
 
+def test_a_claim_held_past_the_lock_timeout_is_a_busy_answer_that_leaves_nothing(url):
+    holder, waiter = DurableLedger(url), DurableLedger(url, busy_timeout_ms=50)
+    try:
+        holder.conn.execute("BEGIN")                 # another caller claims "k" and has not committed
+        assert holder.conn.execute(CLAIM, ("", "k", "", "digest", "holder", 0.0)).rowcount == 1
+        try:
+            answer = waiter.call_atomic("k", lambda c, a: 1, {})
+            assert answer.status is LedgerStatus.FAILED and answer.error.code == "busy"
+            assert answer.error.retryable and waiter.call("k", lambda a: 1, {}).error.code == "busy"
+        finally:
+            holder.conn.execute("ROLLBACK")          # the other caller gives up: its claim is gone
+        assert waiter.entries() == [], "a refused call under a lock must leave nothing behind"
+        assert waiter.call("k", lambda a: 1, {}).status is LedgerStatus.RAN
+    finally:
+        holder.close()
+        waiter.close()
+
+
+def test_the_books_answer_503_while_another_writer_holds_them(url):
+    service, other = BillingService(url), connect(url)
+    try:
+        with transaction(other, serial=True):        # another request is writing
+            service.conn.execute("SET lock_timeout = 50")   # the service waits 50 ms, not 10 s
+            status, body = service.create_invoice(ORDER)
+        assert status == 503 and body["errors"][0]["code"] == "busy" and service.invoices() == []
+        assert service.create_invoice(ORDER)[0] == 201
+    finally:
+        service.close()
+        other.close()
+
+
 @pytest.mark.parametrize("mode", ["atomic", "external"])
 def test_racing_processes_get_one_effect_per_key_on_a_server(url, mode):
     outcome = race(processes=4, keys=12, mode=mode, url=url)
