@@ -161,7 +161,7 @@ def test_a_dead_claim_is_reaped_from_the_downstream_record(url):
 def test_a_claim_held_past_the_lock_timeout_is_a_busy_answer_that_leaves_nothing(url):
     holder, waiter = DurableLedger(url), DurableLedger(url, busy_timeout_ms=50)
     try:
-        holder.conn.execute("BEGIN")                 # another caller claims "k" and has not committed
+        holder.conn.execute("BEGIN")             # another caller claims "k" and has not committed
         assert holder.conn.execute(CLAIM, ("", "k", "", "digest", "holder", 0.0)).rowcount == 1
         try:
             answer = waiter.call_atomic("k", lambda c, a: 1, {})
