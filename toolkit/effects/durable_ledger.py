@@ -175,7 +175,7 @@ class DurableLedger:
                     self.conn.execute("UPDATE ledger SET lease_until = ? WHERE principal = ? "
                                       "AND key = ? AND state = 'pending' AND owner = ?",
                                       (self.clock(), *fence))
-                else:                          # release: the effect did not happen, the key is free
+                else:                          # done, or released: the effect did not happen
                     text = None if verdict == "release" else encode_result(value)
                     held = settle_row(self.conn, *fence, text)
         except self.conn.Error:
