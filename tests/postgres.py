@@ -79,11 +79,12 @@ class Cluster:
         return self.url(database)
 
 
-def _as_server_user(command: list[str], **options) -> subprocess.CompletedProcess:
-    """Run a server command: as the postgres user when this process is root, else as itself."""
+def _as_server_user(command: list[str], folder: Path) -> subprocess.CompletedProcess:
+    """Run a server command in ``folder`` (a working folder that user may enter): as the postgres
+    user when this process is root, else as itself."""
     if ROOT_USER:
         command = ["su", "postgres", "-s", "/bin/sh", "-c", shlex.join(command)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, **options)
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=folder)
 
 
 def _free_port() -> int:
@@ -106,13 +107,13 @@ def cluster() -> Iterator[Cluster]:
         if ROOT_USER:
             shutil.chown(folder, "postgres", "postgres")
         made = _as_server_user([initdb, "-D", str(data), "-A", "trust", "-U", "postgres",
-                                "-E", "UTF8", "--no-sync"])
+                                "-E", "UTF8", "--no-sync"], folder)
         assert made.returncode == 0, f"initdb failed: {made.stderr}"
         port = _free_port()
         settings = (f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={folder} "
                     "-c shared_buffers=16MB")
         started = _as_server_user([pg_ctl, "-D", str(data), "-l", str(log), "-w", "-t", "90",
-                                   "-o", settings, "start"])
+                                   "-o", settings, "start"], folder)
         assert started.returncode == 0, f"the server did not start: {started.stdout}{_tail(log)}"
         try:
             ready = subprocess.run([pg_isready, "-h", str(folder), "-p", str(port), "-t", "60"],
@@ -126,9 +127,9 @@ def cluster() -> Iterator[Cluster]:
             yield server
         finally:
             stopped = _as_server_user([pg_ctl, "-D", str(data), "-m", "fast", "-w", "-t", "60",
-                                       "stop"])
+                                       "stop"], folder)
             if stopped.returncode != 0:
-                _as_server_user([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"])
+                _as_server_user([pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"], folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
