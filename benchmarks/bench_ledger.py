@@ -35,12 +35,12 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from toolkit.effects import SqliteLedger, connect, transaction
+from toolkit.effects import DurableLedger, connect, transaction
 
 AIM = 1.3  # keyed call_atomic at most 1.3x the time of a bare INSERT per committed transaction
 
 
-def _with_rows(ledger: SqliteLedger) -> SqliteLedger:
+def _with_rows(ledger: DurableLedger) -> DurableLedger:
     with transaction(ledger.conn):
         ledger.conn.execute("CREATE TABLE rows (key TEXT PRIMARY KEY, value INTEGER)")
     return ledger
@@ -62,9 +62,9 @@ def variants(folder: Path, synchronous: str) -> dict[str, Callable[[int], object
         bare.execute("INSERT INTO rows (key, value) VALUES (?, ?)", (f"k{i}", i))
         bare.execute("COMMIT")
 
-    atomic = SqliteLedger(folder / "atomic.db", synchronous=synchronous)
-    with_row = _with_rows(SqliteLedger(folder / "atomic_row.db", synchronous=synchronous))
-    external = SqliteLedger(folder / "external.db", synchronous=synchronous)
+    atomic = DurableLedger(folder / "atomic.db", synchronous=synchronous)
+    with_row = _with_rows(DurableLedger(folder / "atomic_row.db", synchronous=synchronous))
+    external = DurableLedger(folder / "external.db", synchronous=synchronous)
     return {
         "bare": bare_step,
         "call_atomic": lambda i: atomic.call_atomic(f"k{i}", lambda conn, args: args, {"i": i}, tool="bench"),

@@ -1,9 +1,13 @@
 """A crash storm on one durable ledger: worker processes killed mid-call, a restart, and one effect per key.
 
     python benchmarks/bench_ledger_storm.py [--workers 8] [--keys 600] [--kills 40] [--lease 2.0] [--seed 0]
+        [--url postgresql://...]
+
+The ledger is a SQLite file in a temporary folder, or the database ``--url`` names (default:
+``COURSE_DATABASE_URL`` if set): give a PostgreSQL database of its own, with no ledger table yet.
 
 ``workers`` processes call the same ``keys`` keys, each in its own shuffled
-order, through ``SqliteLedger.call`` (the effect lives elsewhere: one line per
+order, through ``DurableLedger.call`` (the effect lives elsewhere: one line per
 effect appended to an effect log, the downstream system's own record). While
 they run, the parent SIGKILLs a random worker at random moments, ``kills``
 times, and starts a fresh worker in its place, so kills land inside calls:
@@ -15,7 +19,7 @@ one is told to wait, and reconciles the key from the effect log once the lease
 has run out.
 
 Then the restart: every worker is gone; the parent waits out the last lease,
-runs the reaper (``SqliteLedger.reap``, settling each dead claim from the
+runs the reaper (``DurableLedger.reap``, settling each dead claim from the
 effect log) and retries every key once (a key nobody reached runs now). It reports, as ``RESULT`` lines:
 
 * kills, how many landed inside a call (the victim held a claim) and how many
@@ -26,7 +30,8 @@ effect log) and retries every key once (a key nobody reached runs now). It repor
 * stuck keys: keys still pending after the restart, once every lease has expired.
 
 Aims: effects per key exactly 1, 0 lost, 0 stuck. ``tests/test_ledger_storm.py``
-runs the same storm (a test marked slow, which CI runs) and asserts them.
+runs the same storm on SQLite and on a throwaway PostgreSQL cluster (tests marked slow, which CI
+runs) and asserts them.
 """
 from __future__ import annotations
 
@@ -43,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.kernel import LedgerStatus
-from toolkit.effects import SqliteLedger, connect
+from toolkit.effects import DurableLedger, URL_VARIABLE, connect
 from course.worlds import process_context, reap
 
 TOOL = "touch"
@@ -84,7 +89,8 @@ def _effect(log: EffectLog, worker: str, rng: random.Random):
     return effect
 
 
-def settle_key(ledger: SqliteLedger, log: EffectLog, key: str, effect: Any, patience: int = 40) -> Any:
+def settle_key(ledger: DurableLedger, log: EffectLog, key: str, effect: Any,
+               patience: int = 40) -> Any:
     """Call ``key`` until it has a final answer: wait while a live owner holds it, reconcile a dead claim."""
     arguments = {"key": key}
     answer = None
@@ -109,7 +115,7 @@ def _worker(path: str, log_path: str, keys: list[str], name: str, seed: int, lea
     order = list(keys)
     rng.shuffle(order)
     log = EffectLog(log_path)
-    with SqliteLedger(path, lease_seconds=lease, owner=name) as ledger:
+    with DurableLedger(path, lease_seconds=lease, owner=name) as ledger:
         effect = _effect(log, name, rng)
         for key in order:
             settle_key(ledger, log, key, effect, patience=20)
@@ -119,16 +125,17 @@ def _worker(path: str, log_path: str, keys: list[str], name: str, seed: int, lea
 
 
 def storm(workers: int = 8, keys: int = 600, kills: int = 40, lease: float = 2.0, seed: int = 0,
-          timeout: float = 120.0) -> dict[str, Any]:
-    """Run the storm and the restart; return the figures (see the module docstring)."""
+          timeout: float = 120.0, url: str | None = None) -> dict[str, Any]:
+    """Run the storm and the restart on a SQLite file, or on the database ``url`` names; return
+    the figures (see the module docstring)."""
     names = [f"k{i:04d}" for i in range(keys)]
     rng = random.Random(seed)
     ctx = process_context(None)
     began = time.perf_counter()
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ledger-storm-")))
-        path, log = str(tmp / "ledger.db"), EffectLog(str(tmp / "effects.log"))
-        SqliteLedger(path).close()                     # the table exists before the workers race to it
+        path, log = url or str(tmp / "ledger.db"), EffectLog(str(tmp / "effects.log"))
+        DurableLedger(path).close()                    # the table exists before the workers race
         go, started, procs, named = ctx.Event(), 0, [], {}
         view = stack.enter_context(closing(connect(path)))   # the parent's look at the claims a kill left
 
@@ -174,7 +181,7 @@ def storm(workers: int = 8, keys: int = 600, kills: int = 40, lease: float = 2.0
 
 def _restart(path: str, log: EffectLog, names: list[str], lease: float, began: float) -> dict[str, Any]:
     """Every worker is gone: wait out the leases, reap, retry every key once, and count."""
-    with SqliteLedger(path, lease_seconds=lease, owner="storm-restart") as ledger:
+    with DurableLedger(path, lease_seconds=lease, owner="storm-restart") as ledger:
         left = ledger.pending()
         logged = {r["key"] for r in log.records()}
         orphans = sum(1 for e in left if e["key"] in logged)
@@ -192,9 +199,11 @@ def _restart(path: str, log: EffectLog, names: list[str], lease: float, began: f
     lost = [k for k in names if k not in rows or rows[k]["result"] != first.get(k)]
     return {"dead_claims_at_restart": len(left),
             "orphan_effects_at_restart": orphans, "reaped": dict(reaped), "answers_after_restart": dict(answers),
+            "effects": sum(effects.values()),
             "effects_per_key": sorted(set(effects[k] for k in names)), "duplicate_effects":
                 sum(max(0, effects[k] - 1) for k in names), "lost_results": len(lost), "stuck_keys": len(stuck),
-            "seconds": round(time.perf_counter() - began, 2)}
+            "seconds": round(time.perf_counter() - began, 2),
+            "keys_per_second": round(len(names) / (time.perf_counter() - began), 1)}
 
 
 def main() -> None:
@@ -204,11 +213,16 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=40)
     parser.add_argument("--lease", type=float, default=2.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--url", default=os.environ.get(URL_VARIABLE),
+                        help="a database of its own (default: a SQLite file)")
     options = parser.parse_args()
-    found = storm(options.workers, options.keys, options.kills, options.lease, options.seed)
+    found = storm(options.workers, options.keys, options.kills, options.lease, options.seed,
+                  url=options.url)
     print(f"{options.workers} workers x {found['keys']} keys, lease {options.lease:g} s: {found['kills']} SIGKILLs "
           f"({found['kills_mid_call']} inside a call, {found['kills_after_effect']} of them after the effect), "
-          f"{found['workers_started']} workers started; storm {found['storm_seconds']} s, all {found['seconds']} s")
+          f"{found['workers_started']} workers started; storm {found['storm_seconds']} s, "
+          f"all {found['seconds']} s ({found['keys_per_second']} keys/s); "
+          f"{found['effects']} effects")
     print(f"restart: {found['dead_claims_at_restart']} dead claims ({found['orphan_effects_at_restart']} with their "
           f"effect made), reaped {found['reaped']}, then every key: {found['answers_after_restart']}")
     per_key = ",".join(map(str, found["effects_per_key"]))

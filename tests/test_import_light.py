@@ -21,7 +21,7 @@ PRESENTATION = ("sympy", "matplotlib", "ipywidgets", "IPython", "nbformat", "cou
 # (rfc3987_syntax alone builds a grammar for about a second), so `import toolkit` must not.
 FORMAT_EXTRAS = ("rfc3987_syntax", "rfc3339_validator", "rfc3986_validator", "webcolors", "fqdn",
                  "isoduration", "uri_template", "jsonpointer", "lark")
-HEAVY = ("numpy", "openai", "anthropic", "httpx2", "mcp")
+HEAVY = ("numpy", "openai", "anthropic", "httpx2", "mcp", "psycopg")   # psycopg: a server URL only
 
 
 def loaded_after(statement: str) -> set[str]:

@@ -106,7 +106,7 @@ def test_json_text_arguments_with_the_same_key_make_one_invoice(tmp_path):
     import json
 
     text = json.dumps(ARGS)
-    for make in (tk.MemoryLedger, lambda: tk.SqliteLedger(tmp_path / "l.db")):
+    for make in (tk.MemoryLedger, lambda: tk.DurableLedger(tmp_path / "l.db")):
         host, books = setup()
         ledger = make()
         results = [tk.invoke_with_ledger(host, tk.request("create_invoice", args, cid), ledger)
@@ -114,7 +114,7 @@ def test_json_text_arguments_with_the_same_key_make_one_invoice(tmp_path):
         assert [r.status for r in results] == [tk.Status.SUCCEEDED] * 3, [r.to_dict() for r in results]
         assert [r.call_id for r in results] == ["call_1", "call_2", "call_3"]
         assert len(books.invoices) == 1 and len(ledger) == 1, "text and dict are the same call under one key"
-        if isinstance(ledger, tk.SqliteLedger):
+        if isinstance(ledger, tk.DurableLedger):
             assert [e["key"] for e in ledger.entries()] == [ARGS["idempotency_key"]]
             ledger.close()
 

@@ -13,7 +13,7 @@ from course.worlds import CREATE_INVOICE, Books
 from course.worlds import race
 from toolkit._caps import MAX_DEPTH
 from toolkit.kernel import Answer, Ledger, LedgerStatus, MemoryLedger, invoke
-from toolkit.effects import SqliteLedger, connect, decode_result, encode_result, transaction
+from toolkit.effects import DurableLedger, connect, decode_result, encode_result, transaction
 from toolkit._json import canonical_json, fingerprint
 
 ARGS = {"order_id": "order-431", "amount": 100, "currency": "EUR", "idempotency_key": "invoice-431"}
@@ -26,7 +26,7 @@ def books():
 
 @pytest.fixture
 def db(tmp_path):
-    with SqliteLedger(tmp_path / "ledger.db") as ledger:
+    with DurableLedger(tmp_path / "ledger.db") as ledger:
         yield ledger
 
 
@@ -60,7 +60,7 @@ def test_memory_ledger_numbers(books):
 
 @pytest.mark.parametrize("make", ["memory", "sqlite"])
 def test_call_numbers_on_both_ledgers(make, books, tmp_path):
-    ledger = MemoryLedger() if make == "memory" else SqliteLedger(tmp_path / "l.db")
+    ledger = MemoryLedger() if make == "memory" else DurableLedger(tmp_path / "l.db")
     assert len(ledger) == 0
     first = ledger.call("invoice-431", books.issue, ARGS, tool="create_invoice")
     assert first.status is LedgerStatus.RAN and len(ledger) == 1 and len(books.invoices) == 1
@@ -95,7 +95,7 @@ def test_canonical_json_equal_values_equal_text():
 
 @pytest.mark.parametrize("make", ["memory", "sqlite"])
 def test_same_key_other_arguments_is_a_conflict(make, books, tmp_path):
-    ledger = MemoryLedger() if make == "memory" else SqliteLedger(tmp_path / "l.db")
+    ledger = MemoryLedger() if make == "memory" else DurableLedger(tmp_path / "l.db")
     ledger.call("invoice-431", books.issue, ARGS, tool="create_invoice")
     answer = ledger.call("invoice-431", books.issue, {**ARGS, "amount": 5}, tool="create_invoice")
     assert answer.status is LedgerStatus.CONFLICT and not answer.ok
@@ -123,7 +123,7 @@ def test_in_progress_key_is_not_run_twice(db, tmp_path):
     seen = []
 
     def effect(arguments):
-        with SqliteLedger(tmp_path / "ledger.db") as other:      # a second process's view of the same file
+        with DurableLedger(tmp_path / "ledger.db") as other:   # a second process's view of the file
             seen.append(other.call("invoice-431", effect, arguments))
         return {"invoice_id": "INV-9"}
 
@@ -193,9 +193,9 @@ def test_timeout_result_and_rejections_from_the_effect(db):
 
 def test_replay_after_reopening_the_file(tmp_path, books):
     path = tmp_path / "ledger.db"
-    with SqliteLedger(path) as ledger:
+    with DurableLedger(path) as ledger:
         first = ledger.call("invoice-431", books.issue, ARGS, tool="create_invoice")
-    with SqliteLedger(path) as reopened:
+    with DurableLedger(path) as reopened:
         again = reopened.call("invoice-431", books.issue, ARGS, tool="create_invoice")
         assert again.status is LedgerStatus.REPLAYED and again.result == first.result
         assert len(reopened) == 1
@@ -269,7 +269,7 @@ def test_interpreter_loop_with_the_durable_ledger(tmp_path, books):
     call = tk.request("create_invoice", {**ARGS, "idempotency_key": "invoice:order-431:v1"}, call_id="c1",
                       idempotency_key="invoice:order-431:v1")
     retry = tk.request("create_invoice", call.arguments, call_id="c2", idempotency_key=call.idempotency_key)
-    with SqliteLedger(tmp_path / "l.db") as ledger:
+    with DurableLedger(tmp_path / "l.db") as ledger:
         state = tk.evaluate(tk.State("invoice order-431"), ScriptedPolicy([call, retry]), host, ledger)
         assert len(ledger) == 1
     assert len(books.invoices) == 1
@@ -291,7 +291,7 @@ def test_interpreter_loop_with_the_durable_ledger(tmp_path, books):
 ])
 @pytest.mark.parametrize("make", ["memory", "sqlite"])
 def test_bad_input_is_refused_and_touches_nothing(make, key, arguments, code, pointer, tmp_path):
-    ledger = MemoryLedger() if make == "memory" else SqliteLedger(tmp_path / "l.db")
+    ledger = MemoryLedger() if make == "memory" else DurableLedger(tmp_path / "l.db")
     runs = []
     answer = ledger.call(key, lambda a: runs.append(1), arguments)
     assert isinstance(answer, Answer) and answer.status is LedgerStatus.INVALID
@@ -319,7 +319,7 @@ def test_too_deep_arguments_are_refused(db):
 
 def test_locked_database_is_a_structured_answer(tmp_path):
     path = tmp_path / "l.db"
-    holder, waiter = SqliteLedger(path), SqliteLedger(path, busy_timeout_ms=50)
+    holder, waiter = DurableLedger(path), DurableLedger(path, busy_timeout_ms=50)
     holder.conn.execute("BEGIN IMMEDIATE")                   # another writer holds the lock
     try:
         answer = waiter.call_atomic("k", lambda c, a: 1, {})
@@ -329,7 +329,7 @@ def test_locked_database_is_a_structured_answer(tmp_path):
         holder.conn.execute("ROLLBACK")
         holder.close()
         waiter.close()
-    with SqliteLedger(path) as after:
+    with DurableLedger(path) as after:
         assert after.entries() == [], "a refused call under lock must leave nothing behind"
 
 
@@ -387,7 +387,7 @@ def test_call_atomic_whose_commit_fails_is_rolled_back_for_real(db):
 
 def test_sqlite_errors_never_escape_the_ledger(tmp_path):
     """The module promises answers, not exceptions: a broken table is a structured refusal too."""
-    with SqliteLedger(tmp_path / "l.db") as ledger:
+    with DurableLedger(tmp_path / "l.db") as ledger:
         ledger.conn.execute("CREATE TRIGGER no_claims BEFORE INSERT ON ledger "
                             "BEGIN SELECT RAISE(ABORT, 'claims are frozen'); END")
         runs = []
@@ -428,7 +428,7 @@ def test_the_sqlite_ledger_works_from_the_schedulers_threads(tmp_path):
     host = tk.Host.of([tk.Tool(CREATE_INVOICE, books.issue)], tk.Caller("agent", frozenset({"billing.write"})), books)
     calls = [tk.request("create_invoice", {**ARGS, "order_id": f"order-{i}", "idempotency_key": f"inv-{i}"}, f"c{i}")
              for i in range(12)]
-    with SqliteLedger(tmp_path / "l.db") as ledger:
+    with DurableLedger(tmp_path / "l.db") as ledger:
         report = run_plan(schedule(calls, {"create_invoice": CREATE_INVOICE}),
                           lambda call: tk.invoke_with_ledger(host, call, ledger), max_workers=6)
         assert [r.status for r in report.results] == [tk.Status.SUCCEEDED] * 12, report.summary()
@@ -452,7 +452,7 @@ TOKEN = "sk-CANARY-0123456789abcdef"
 
 @pytest.mark.parametrize("make", ["memory", "sqlite"])
 def test_failure_messages_are_scrubbed_in_answers_and_on_disk(make, tmp_path):
-    ledger = MemoryLedger() if make == "memory" else SqliteLedger(tmp_path / "ledger.db")
+    ledger = MemoryLedger() if make == "memory" else DurableLedger(tmp_path / "ledger.db")
     arguments = {"user": "ann", "password": SECRET, "nested": {"api_key": TOKEN}, "signing": "s1gn-CANARY-value"}
 
     def refuses(args):
@@ -480,7 +480,7 @@ def test_failure_messages_are_scrubbed_in_answers_and_on_disk(make, tmp_path):
 def test_json_text_and_a_dict_are_one_call_to_the_ledger(make, books, tmp_path):
     import json
 
-    ledger = MemoryLedger() if make == "memory" else SqliteLedger(tmp_path / "l.db")
+    ledger = MemoryLedger() if make == "memory" else DurableLedger(tmp_path / "l.db")
     first = ledger.call("invoice-431", books.issue, json.dumps(ARGS), tool="create_invoice")
     again = ledger.call("invoice-431", books.issue, {**ARGS, "amount": 100.0}, tool="create_invoice")
     respaced = ledger.call("invoice-431", books.issue, json.dumps(ARGS, indent=2), tool="create_invoice")
@@ -493,7 +493,7 @@ def test_a_result_with_keys_of_mixed_types_is_recorded_not_raised(tmp_path):
     """JSON cannot sort {1: ..., "b": ...}; the ledger still records the result and replays it."""
     mixed = {1: "x", "b": 2}
     assert json.loads(encode_result(mixed)) == {"1": "x", "b": 2}
-    with SqliteLedger(tmp_path / "l.db") as ledger:
+    with DurableLedger(tmp_path / "l.db") as ledger:
         first = ledger.call("k-mixed", lambda _: mixed, {"n": 1}, tool="t")
         again = ledger.call("k-mixed", lambda _: pytest.fail("a replay must not run the effect"), {"n": 1}, tool="t")
     assert first.status is LedgerStatus.RAN and again.status is LedgerStatus.REPLAYED
@@ -503,7 +503,7 @@ def test_a_result_with_keys_of_mixed_types_is_recorded_not_raised(tmp_path):
 # ------------------------------------------------------------------ one rule under both ledgers
 
 @pytest.mark.parametrize("make", [lambda path: MemoryLedger(),
-                                  lambda path: SqliteLedger(path / "s.db")],
+                                  lambda path: DurableLedger(path / "s.db")],
                          ids=["memory", "sqlite"])
 def test_both_ledgers_run_a_new_key_through_the_kernels_invoke(make, tmp_path, monkeypatch):
     """``call`` reaches the effect only through ``toolkit.kernel.ledger.invoke``."""

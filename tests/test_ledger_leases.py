@@ -13,7 +13,7 @@ import pytest
 
 import toolkit as tk
 from toolkit.kernel import LedgerStatus
-from toolkit.effects import SqliteLedger
+from toolkit.effects import DurableLedger
 
 
 class Clock:
@@ -41,8 +41,8 @@ def clock():
 def pair(tmp_path, clock, lease=5.0):
     """Two workers on one ledger file, named (not host/pid), so only the lease can tell whether one is alive."""
     path = tmp_path / "ledger.db"
-    return (SqliteLedger(path, lease_seconds=lease, clock=clock, owner="worker-a"),
-            SqliteLedger(path, lease_seconds=lease, clock=clock, owner="worker-b"))
+    return (DurableLedger(path, lease_seconds=lease, clock=clock, owner="worker-a"),
+            DurableLedger(path, lease_seconds=lease, clock=clock, owner="worker-b"))
 
 
 def test_the_table_keeps_an_owner_and_a_lease(tmp_path, clock):
@@ -126,7 +126,7 @@ def test_an_owner_that_gives_up_ends_its_lease(tmp_path, clock):
 
 
 def _claim_then_die(path: str, started) -> None:
-    with SqliteLedger(path, lease_seconds=600) as ledger:
+    with DurableLedger(path, lease_seconds=600) as ledger:
         def effect(arguments):
             started.set()
             os.kill(os.getpid(), signal.SIGKILL)
@@ -143,7 +143,7 @@ def test_a_killed_owners_claim_is_dead_at_once_on_this_machine(tmp_path):
     worker.start()
     worker.join(30)
     assert started.is_set() and worker.exitcode == -signal.SIGKILL
-    with SqliteLedger(path, lease_seconds=600) as ledger:
+    with DurableLedger(path, lease_seconds=600) as ledger:
         (entry,) = ledger.pending()
         assert entry["lease"] == "owner gone" and entry["owner"].split("/")[1] == str(worker.pid)
         stuck = ledger.call(KEY, lambda a: {"twice": True}, ARGS)
@@ -203,4 +203,4 @@ def test_memory_ledger_says_an_unknown_outcome_is_not_worth_waiting_for():
 def test_lease_settings_are_checked(tmp_path):
     for bad in (0, -1, float("nan"), float("inf"), "5"):
         with pytest.raises(ValueError, match="lease_seconds"):
-            SqliteLedger(tmp_path / "l.db", lease_seconds=bad)
+            DurableLedger(tmp_path / "l.db", lease_seconds=bad)

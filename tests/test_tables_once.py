@@ -163,6 +163,21 @@ def test_the_sqlite_setup_is_written_once():
     assert places("toolkit/effects/database.py", sets_up) == []
 
 
+def test_the_dialect_table_is_written_once():
+    """What SQLite and PostgreSQL are sent differently (how a transaction opens, row locks, the
+    column listing, the connection settings) is written in ``database.DIALECTS`` only; everything
+    else writes its SQL once, with ``?``."""
+    dialect_sql = ("BEGIN ", "PRAGMA table_info", "SELECT name FROM pragma_table_info",
+                   "SET lock_timeout", "SET synchronous_commit", "SELECT pg_advisory",
+                   "SELECT column_name FROM information_schema")
+
+    def speaks_a_dialect(node: ast.AST) -> bool:
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+            node.value.startswith(dialect_sql) or node.value.rstrip().endswith("FOR UPDATE")
+            or node.value.startswith("postgresql://"))
+    assert places("toolkit/effects/database.py", speaks_a_dialect) == []
+
+
 def test_every_cap_of_the_library_lives_in_the_cap_table():
     caps = [p for p in places("toolkit/_caps.py", assigned("MAX_")) if p.startswith("toolkit/")]
     assert caps == []

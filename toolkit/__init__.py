@@ -27,7 +27,7 @@ from toolkit.kernel.ledger import Answer, Ledger, LedgerStatus, MemoryLedger, in
 from toolkit.kernel.backoff import RetryController, RetryPolicy, RetryState, retry_verdict, step
 from toolkit.kernel.stream import COMPLETE, CUT, Refusal, completion_problem
 from toolkit.kernel.scheduler import Plan, conflict, resources, schedule
-from toolkit.effects.sqlite_ledger import SqliteLedger
+from toolkit.effects.durable_ledger import DurableLedger
 from toolkit._paths import PathRefused
 from toolkit._show import redact
 from toolkit._workspace import Workspace

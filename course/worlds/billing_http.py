@@ -3,6 +3,8 @@
     python -m course.worlds.billing_http serve --db billing.db --port 0 [--honour-keys]
         [--prefix /services/billing/] [--hub-auth] [--restart]
 
+``--db`` is a SQLite file or a ``postgresql://`` URL (default: ``COURSE_DATABASE_URL``).
+
 It listens on 127.0.0.1 (``--ip`` only for a pod of its own, with ``--hub-auth``) and speaks a
 few routes:
 
@@ -55,6 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from toolkit.effects import URL_VARIABLE
 from course.worlds import BillingService
 from course.worlds import MAX_BODY, application, hub_auth_from_env
 from course.worlds import CREATE_INVOICE
@@ -285,7 +288,8 @@ def billing_main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course.worlds.billing_http", description="Run the billing service.")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("serve", help="serve on 127.0.0.1")
-    run.add_argument("--db", required=True, help="the SQLite file for invoices")
+    run.add_argument("--db", default=None, help="the invoices' SQLite file, or a postgresql:// URL "
+                                                "(default: COURSE_DATABASE_URL)")
     run.add_argument("--port", type=int, default=0, help="0 picks a free port (printed on start)")
     run.add_argument("--honour-keys", action="store_true", help="recognize idempotency keys")
     run.add_argument("--prefix", default="", help="answer under this path too, e.g. /services/billing/")
@@ -297,6 +301,8 @@ def billing_main(argv: list[str] | None = None) -> int:
                      help="the address to listen on (0.0.0.0 in a pod of its own)")
     run.add_argument("--parent", type=int, default=None, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
+    if options.db is None and not os.environ.get(URL_VARIABLE):
+        parser.error(f"--db is required unless {URL_VARIABLE} is set")
     if options.restart:
         command = [sys.executable, "-m", "course.worlds.billing_http"] + \
                   [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--restart"]

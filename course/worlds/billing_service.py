@@ -1,4 +1,4 @@
-"""Chapter 05: the billing service's logic: its own SQLite books, invoices INV-9, INV-10, ..., and the key check.
+"""Chapter 05: the billing service's logic: its books, invoices INV-9, INV-10, ..., the key check.
 
 ``issue_invoice`` is the rule: with ``honour_keys`` the service itself
 recognizes an idempotency key (the same key with the same order returns the
@@ -11,16 +11,19 @@ with an HTTP status and a JSON body, never with an exception: an amount too
 large to book is a 400, a database that stays locked is a 503, anything else a
 500, and each says that nothing was created. An invoice may carry a student tag
 (the class experiment's: who made it; empty by default, and then left out of
-the invoice's dict). ``course.worlds.billing_http``
+the invoice's dict). The books are a SQLite file (a path) or a PostgreSQL
+database (a ``postgresql://`` URL; no argument: ``COURSE_DATABASE_URL``), opened
+by ``toolkit.effects.database``. ``course.worlds.billing_http``
 serves it from its own process on 127.0.0.1, one thread per request: the
 service's own connection belongs to the thread that made it, and every other
-thread opens its own for one request (SQLite's write lock, taken by
-``BEGIN IMMEDIATE``, keeps the invoice numbers in order).
+thread opens its own for one request. Each request writes in a *serial*
+transaction (SQLite's write lock, ``BEGIN IMMEDIATE``; on a server, one lock for
+the database), so requests go one at a time: the invoice numbers stay in order
+and a key is checked before anyone else can use it.
 """
 from __future__ import annotations
 
 import math
-import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,7 +32,7 @@ from typing import Any, Callable, Iterator
 from toolkit.kernel import Status, ToolError, ToolFailure
 from toolkit._schema import parse_arguments, schema_errors
 from toolkit._show import scrub_error, secret_values
-from toolkit.effects import connect, transaction
+from toolkit.effects import as_sent, busy, columns, connect, transaction
 from toolkit._json import fingerprint
 from course.worlds import CREATE_INVOICE
 
@@ -42,7 +45,7 @@ INVOICES_SCHEMA = """
 CREATE TABLE IF NOT EXISTS invoices (
     number          INTEGER PRIMARY KEY,
     order_id        TEXT NOT NULL,
-    amount          REAL NOT NULL,
+    amount          DOUBLE PRECISION NOT NULL,
     currency        TEXT NOT NULL,
     idempotency_key TEXT NOT NULL,
     fingerprint     TEXT NOT NULL,       -- sha256 of canonical JSON (order_id, amount, currency)
@@ -54,7 +57,7 @@ _COLUMNS = "number, order_id, amount, currency, idempotency_key, fingerprint, st
 MAX_STUDENT = 64
 
 
-def issue_invoice(conn: sqlite3.Connection, arguments: dict, *, honour_keys: bool,
+def issue_invoice(conn: Any, arguments: dict, *, honour_keys: bool,
                   first_number: int = FIRST_NUMBER, student: str = "") -> dict[str, Any]:
     """Write one invoice through ``conn``, inside the caller's transaction (this never commits).
 
@@ -77,7 +80,7 @@ def issue_invoice(conn: sqlite3.Connection, arguments: dict, *, honour_keys: boo
     return _invoice(row)
 
 
-def _first_for_key(conn: sqlite3.Connection, key: str) -> tuple | None:
+def _first_for_key(conn: Any, key: str) -> tuple | None:
     return conn.execute(f"SELECT {_COLUMNS} FROM invoices WHERE idempotency_key = ? ORDER BY number LIMIT 1",
                         (key,)).fetchone()
 
@@ -91,18 +94,19 @@ def _invoice(row: tuple, replayed: bool = False) -> dict[str, Any]:
     return invoice
 
 
-def list_invoices(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def list_invoices(conn: Any) -> list[dict[str, Any]]:
     """Every invoice, oldest first, as plain dicts."""
     return [_invoice(r) for r in conn.execute(f"SELECT {_COLUMNS} FROM invoices ORDER BY number")]
 
 
-def open_books(path: str | Path) -> sqlite3.Connection:
-    """Open (and if needed create) a billing database."""
-    conn = connect(path)
-    with transaction(conn):
-        conn.execute(INVOICES_SCHEMA)
+def open_books(where: str | Path | None = None) -> Any:
+    """Open (and if needed create) a billing database: a SQLite path, or a URL (None:
+    ``COURSE_DATABASE_URL``)."""
+    conn = connect(where)
+    with transaction(conn, serial=True):
+        conn.execute(as_sent(conn, INVOICES_SCHEMA))
         conn.execute(INVOICES_INDEX)
-        if "student" not in {column[1] for column in conn.execute("PRAGMA table_info(invoices)")}:
+        if "student" not in columns(conn, "invoices"):
             conn.execute("ALTER TABLE invoices ADD COLUMN student TEXT NOT NULL DEFAULT ''")   # books made before tags
     return conn
 
@@ -155,21 +159,21 @@ class BillingService:
     to assemble its trace.
     """
 
-    def __init__(self, path: str | Path, *, honour_keys: bool = False,
+    def __init__(self, where: str | Path | None = None, *, honour_keys: bool = False,
                  notify: Callable[[str], None] | None = None):
-        self.path = Path(path)
-        self.conn = open_books(path)              # the connection of the thread that made the service
+        self.where = where
+        self.conn = open_books(where)         # the connection of the thread that made the service
         self._owner = threading.get_ident()
         self.honour_keys = honour_keys
         self.notify = notify
 
     @contextmanager
-    def _books(self) -> Iterator[sqlite3.Connection]:
+    def _books(self) -> Iterator[Any]:
         """This thread's connection: the service's own, or one opened (and closed) for this request."""
         if threading.get_ident() == self._owner:
             yield self.conn
             return
-        conn = connect(self.path)
+        conn = connect(self.where)
         try:
             yield conn
         finally:
@@ -187,7 +191,7 @@ class BillingService:
         if errors:
             return 400, {"errors": [e.to_dict() for e in errors]}
         try:
-            with self._books() as conn, transaction(conn):
+            with self._books() as conn, transaction(conn, serial=True):
                 earlier = conn.execute("SELECT count(*) FROM invoices WHERE order_id = ?",
                                        (arguments["order_id"],)).fetchone()[0]
                 invoice = issue_invoice(conn, arguments, honour_keys=self.honour_keys, student=student)
@@ -196,7 +200,7 @@ class BillingService:
                               hint="use the original arguments with this key, or a new key")
             return 409, {"errors": [error.to_dict()]}
         except Exception as failure:      # rolled back: nothing was created; the cause stays inside the service
-            if isinstance(failure, sqlite3.OperationalError) and _is_busy(failure):
+            if busy(failure):
                 error = ToolError("busy", "$", "the invoice database is busy; nothing was created", retryable=True,
                                   hint="retry with the same idempotency key")
                 return 503, {"errors": [error.to_dict()]}
@@ -218,11 +222,6 @@ class BillingService:
 
     def close(self) -> None:
         self.conn.close()
-
-
-def _is_busy(error: sqlite3.OperationalError) -> bool:
-    """A lock held too long by another writer (a retry may work), as opposed to a broken database."""
-    return (getattr(error, "sqlite_errorcode", 0) & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def trace_sentence(invoice: dict[str, Any], earlier: int) -> str:

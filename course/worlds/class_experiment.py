@@ -32,7 +32,7 @@ from typing import Iterator
 
 from toolkit.kernel import FailureClass, Status, ToolFailure
 from toolkit.kernel import LedgerStatus
-from toolkit.effects import SqliteLedger
+from toolkit.effects import DurableLedger
 from course.worlds import BillingClient
 from course.worlds import start
 from course.worlds import student_errors
@@ -111,7 +111,7 @@ def run_class_experiment(student: str | None = None, keyed: bool = False, url: s
                      "idempotency_key": f"invoice:{order_id}:{student}:v1"}
         trace: list[str] = []
         if keyed:
-            with SqliteLedger(Path(work) / "agent-ledger.db") as ledger:
+            with DurableLedger(Path(work) / "agent-ledger.db") as ledger:
                 _keyed_story(client, ledger, arguments, trace)
         else:
             _unkeyed_story(client, arguments, trace)
@@ -146,7 +146,8 @@ def _unkeyed_story(client: BillingClient, arguments: dict, trace: list[str]) -> 
                  f"billing, which does not look at keys, creates {again['invoice_id']} for the same order")
 
 
-def _keyed_story(client: BillingClient, ledger: SqliteLedger, arguments: dict, trace: list[str]) -> None:
+def _keyed_story(client: BillingClient, ledger: DurableLedger, arguments: dict,
+                 trace: list[str]) -> None:
     key = arguments["idempotency_key"]
     trace.append(f"agent marks {key} pending in its durable ledger, then sends create_invoice")
     first = ledger.call(key, lambda args: _send_and_lose(client, args, trace), arguments, tool="create_invoice")

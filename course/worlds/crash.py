@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generator, Iterable
 
-from toolkit.effects import SqliteLedger, connect
+from toolkit.effects import DurableLedger, connect
 from course.worlds import serve_child as _billing_child
 from course.worlds import list_invoices, open_books
 from course.worlds import CREATE_INVOICE
@@ -216,7 +216,7 @@ def _state(work: Path, mode: str) -> dict[str, Any]:
             conn.close()
     ledger_file = work / ("billing.db" if mode == "atomic" else "agent-ledger.db")
     if ledger_file.exists():
-        with SqliteLedger(ledger_file) as ledger:
+        with DurableLedger(ledger_file) as ledger:
             out["ledger"] = [f"{e['key']} {e['state']}" + (f" {e['result']['invoice_id']}" if e["result"] else "")
                              for e in ledger.entries()]
     return out

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.kernel import LedgerStatus, MemoryLedger
-from toolkit.effects import SqliteLedger
+from toolkit.effects import DurableLedger
 from course.worlds import BillingClient
 from course.worlds import issue_invoice
 
@@ -121,13 +121,14 @@ def _one_attempt(mode: str, crash_at: str | None, work: Path, port: int | None, 
         if memory is not None:
             steps(arguments, crash_at, memory, client, log)
         else:
-            with SqliteLedger(work / "agent-ledger.db") as ledger:
+            with DurableLedger(work / "agent-ledger.db") as ledger:
                 steps(arguments, crash_at, ledger, client, log)
     die_at("after_ledger", crash_at)
 
 
 class _MemoryBook(MemoryLedger):
-    """The agent's ledger in its own memory, with the two steps the naive agent takes on a ``SqliteLedger``."""
+    """The agent's ledger in its own memory, with the two steps the naive agent takes on a
+    ``DurableLedger``."""
 
     def lookup(self, key: str) -> dict[str, Any] | None:
         return {"key": key, "result": self.invoke(key, _never_runs, None)} if key in self else None
@@ -179,7 +180,7 @@ def _atomic(arguments: dict, crash_at: str | None, work: Path, log: EventLog) ->
         die_at("after_effect_before_ledger", crash_at)
         return invoice
 
-    with SqliteLedger(work / "billing.db") as ledger:      # the ledger lives in billing's database
+    with DurableLedger(work / "billing.db") as ledger:      # the ledger lives in billing's database
         answer = ledger.call_atomic(KEY, effect, arguments, tool="create_invoice")
     if answer.status is LedgerStatus.RAN:
         log(f"invoice {answer.result['invoice_id']} and its ledger entry commit in one transaction")

@@ -1,15 +1,15 @@
-"""Chapter 05: many processes, the same keys, one SQLite ledger: one effect per key.
+"""Chapter 05: many processes, the same keys, one durable ledger: one effect per key.
 
-``race`` starts several processes that claim the same keys against one SQLite
-file at once and counts the effects each key got (the promise: one), how the
-final answers were spread over ran / replayed, and how often a process was
-told to wait (``in_progress``) before asking again. Every process is ended and
-the temporary directory removed before it returns.
+``race`` starts several processes that claim the same keys against one ledger
+at once (a SQLite file, or the PostgreSQL database ``url`` names) and counts
+the effects each key got (the promise: one), how the final answers were spread
+over ran / replayed, and how often a process was told to wait (``in_progress``)
+before asking again. Every process is ended and the temporary directory removed
+before it returns.
 """
 from __future__ import annotations
 
 import random
-import sqlite3
 import tempfile
 import time
 from contextlib import ExitStack
@@ -17,13 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.kernel import LedgerStatus
-from toolkit.effects import SqliteLedger, transaction
+from toolkit.effects import DurableLedger, transaction
 from course.worlds import in_one_child, process_context, reap
 from course.worlds import EventLog
 
 
-def race(processes: int = 4, keys: int = 20, mode: str = "atomic", *, context: str | None = None) -> dict[str, Any]:
-    """``processes`` processes call the same ``keys`` keys at once against one SQLite file.
+def race(processes: int = 4, keys: int = 20, mode: str = "atomic", *, context: str | None = None,
+         url: str | None = None) -> dict[str, Any]:
+    """``processes`` processes call the same ``keys`` keys at once against one ledger: a new SQLite
+    file, or ``url`` (a database of its own: no ledger or effects table yet).
 
     ``mode`` is ``atomic`` (the effect is a row in the same database) or
     ``external`` (the effect is a line in another file, bracketed by
@@ -33,16 +35,16 @@ def race(processes: int = 4, keys: int = 20, mode: str = "atomic", *, context: s
         raise ValueError("mode must be 'atomic' or 'external'")
     ctx = process_context(context)
     if ctx.get_start_method() == "fork":            # the racers start from one child process
-        return in_one_child(_race, processes, keys, mode, ctx)
-    return _race(processes, keys, mode, ctx)
+        return in_one_child(_race, processes, keys, mode, ctx, url)
+    return _race(processes, keys, mode, ctx, url)
 
 
-def _race(processes: int, keys: int, mode: str, ctx: Any) -> dict[str, Any]:
+def _race(processes: int, keys: int, mode: str, ctx: Any, url: str | None) -> dict[str, Any]:
     names = [f"k{i}" for i in range(keys)]
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ledger-race-")))
-        path, effects = str(tmp / "ledger.db"), str(tmp / "effects.log")
-        with SqliteLedger(path) as ledger, transaction(ledger.conn):
+        path, effects = url or str(tmp / "ledger.db"), str(tmp / "effects.log")
+        with DurableLedger(path) as ledger, transaction(ledger.conn):
             ledger.conn.execute("CREATE TABLE IF NOT EXISTS effects (key TEXT NOT NULL, worker INTEGER)")
         go = ctx.Event()
         workers = [ctx.Process(target=_racer, args=(path, effects, mode, names, seed, go))
@@ -54,7 +56,7 @@ def _race(processes: int, keys: int, mode: str, ctx: Any) -> dict[str, Any]:
         for worker in workers:
             reap(worker, 60)
         if mode == "atomic":
-            with SqliteLedger(path) as ledger:
+            with DurableLedger(path) as ledger:
                 done = [k for (k,) in ledger.conn.execute("SELECT key FROM effects")]
         else:
             done = EventLog(effects).read()
@@ -75,7 +77,7 @@ def _racer(path: str, effects: str, mode: str, keys: list[str], seed: int, go: A
     random.Random(seed).shuffle(order)
     effect_log = EventLog(effects)
 
-    def atomic_effect(conn: sqlite3.Connection, args: dict) -> dict:
+    def atomic_effect(conn: Any, args: dict) -> dict:
         conn.execute("INSERT INTO effects (key, worker) VALUES (?, ?)", (args["key"], seed))
         return {"done_by": seed}
 
@@ -84,7 +86,7 @@ def _racer(path: str, effects: str, mode: str, keys: list[str], seed: int, go: A
         time.sleep(0.001)  # widen the window in which another process can find the key pending
         return {"done_by": seed}
 
-    with SqliteLedger(path) as ledger:
+    with DurableLedger(path) as ledger:
         for key in order:
             for _ in range(2000):
                 if mode == "atomic":

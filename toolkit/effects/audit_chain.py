@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from toolkit.effects import columns
+
 GENESIS = "0" * 64
 
 #: The table, its index and its guards. ``seq`` is the rowid itself, so the only
@@ -156,7 +158,7 @@ def check_chain(conn: sqlite3.Connection, anchor: Anchor | None = None, key: byt
         problems = [p for p in found_at_open if p not in current] + current
         if "audit_events is missing" in current:
             return Verification(False, 0, 1 if anchor and anchor.rows else None, "there is no audit_events table")
-        names = [r[1] for r in conn.execute("PRAGMA table_info(audit_events)")]
+        names = columns(conn, "audit_events")
         rows = (dict(zip(names, r)) for r in conn.execute("SELECT * FROM audit_events ORDER BY seq"))
         result = walk_chain(rows, key)
     except (sqlite3.Error, KeyError, TypeError, ValueError) as error:

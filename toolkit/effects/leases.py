@@ -9,12 +9,11 @@ import math
 import os
 import secrets
 import socket
-import sqlite3
 from typing import Any, Iterable
 
 from toolkit._show import scrub
 from toolkit.kernel import Answer, LedgerStatus
-from toolkit.effects import decode_result, encode_result
+from toolkit.effects import busy, decode_result
 
 LIVE = "live"
 _HOST = socket.gethostname()
@@ -60,10 +59,10 @@ def _process_gone(owner: str) -> bool:
     return False
 
 
-def storage_failure(key: Any, exc: sqlite3.Error, after: str, secret: Iterable[str] = ()) -> Answer:
-    """A SQLite error as an answer: a lock held past the timeout is retryable, anything else is not."""
+def storage_failure(key: Any, exc: Exception, after: str, secret: Iterable[str] = ()) -> Answer:
+    """A database error as an answer: a lock held past the timeout is retryable, nothing else is."""
     shown = key if isinstance(key, str) else ""
-    if getattr(exc, "sqlite_errorname", "") in ("SQLITE_BUSY", "SQLITE_LOCKED") or "locked" in str(exc):
+    if busy(exc):
         return Answer.refusal("failed", shown, f"the database stayed locked past the busy timeout; {after}",
                               code="busy", retryable=True)
     detail = scrub(f"{type(exc).__name__}: {exc}", secret)
@@ -83,12 +82,15 @@ def existing_answer(row: tuple, key: str, tool: str, digest: str, now: float) ->
     return Answer(LedgerStatus.REPLAYED, key, decode_result(text))
 
 
-def settle_row(conn: sqlite3.Connection, principal: str, key: str, owner: str | None, found: Any) -> tuple[int, str]:
-    """Settle a pending row, fenced by ``owner`` (``found`` None deletes it): (changed, text)."""
-    if found is None:
+#: A pending row settled, fenced by its owner (a claim from before leases has none: '').
+SETTLE = ("UPDATE ledger SET state = 'done', result = ?, owner = NULL, lease_until = NULL "
+          "WHERE principal = ? AND key = ? AND state = 'pending' AND COALESCE(owner, '') = ?")
+
+
+def settle_row(conn: Any, principal: str, key: str, owner: str | None, text: str | None) -> int:
+    """Settle a pending row with a stored result, fenced by ``owner`` (``text`` None deletes it);
+    the rows changed."""
+    if text is None:
         return conn.execute("DELETE FROM ledger WHERE principal = ? AND key = ? AND state = 'pending' "
-                            "AND owner IS ?", (principal, key, owner)).rowcount, ""
-    text = encode_result(found)
-    return conn.execute("UPDATE ledger SET state = 'done', result = ?, owner = NULL, lease_until = NULL "
-                        "WHERE principal = ? AND key = ? AND state = 'pending' AND owner IS ?",
-                        (text, principal, key, owner)).rowcount, text
+                            "AND COALESCE(owner, '') = ?", (principal, key, owner or "")).rowcount
+    return conn.execute(SETTLE, (text, principal, key, owner or "")).rowcount

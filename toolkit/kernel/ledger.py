@@ -6,8 +6,8 @@
 ``invoke`` is the rule over a dict; both ledgers run every call through it (``invoke_effect``),
 with what a real ledger adds: the same key with another tool or other arguments is a *conflict*,
 a key still in flight is *in progress*, an effect that did not happen frees its key, one whose
-outcome is unknown keeps its claim. ``toolkit.effects.sqlite_ledger`` gives the same answers from
-a file. Nothing here raises on bad input. Hardening, one function each: ``check_call``
+outcome is unknown keeps its claim. ``toolkit.effects.durable_ledger`` gives the same answers from
+a database. Nothing here raises on bad input. Hardening, one function each: ``check_call``
 (``toolkit._json``), ``run_effect`` (``toolkit._outcomes``), ``ledger_refusal``
 (``toolkit._refusals``); the result a model is shown is ``toolkit._answers``'.
 """

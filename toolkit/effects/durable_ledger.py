@@ -1,12 +1,14 @@
-"""Chapter 05: the durable ledger: the ledger rule kept in one SQLite file, so a key survives a crash.
+"""Chapter 05: the durable ledger: the ledger rule kept in a database, so a key survives a crash.
 
-The same answers as ``MemoryLedger.call``, one row per (principal, key). An effect in the same
-database commits with its row (``call_atomic``): exactly once. An effect elsewhere is bracketed by
-a *pending* and a *done* row (``call``); a crash between leaves a leased claim that ``reconcile``
-or ``reap`` settle from the downstream record. Every method answers instead of raising."""
+The same answers as ``MemoryLedger.call``, one row per (principal, key), in a SQLite file or on a
+PostgreSQL server (``database.connect``: a path or a URL). A call first claims its key (``CLAIM``:
+an insert the unique key lets through once; whoever comes second reads the first one's row). An
+effect in the same database commits with its row (``call_atomic``): exactly once. An effect
+elsewhere is bracketed by a *pending* and a *done* row (``call``); a crash between leaves a leased
+claim that ``reconcile`` or ``reap`` settle from the downstream record. Every method answers
+instead of raising."""
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -15,11 +17,12 @@ from typing import Any, Callable, Iterable
 from toolkit.kernel import Answer, invoke_effect, LedgerStatus, Status, ToolFailure, ToolResult
 from toolkit._json import check_call
 from toolkit._show import scrub, secret_values
-from toolkit.effects import (connect, transaction, LIVE, claim_owner, existing_answer, lease_length,
-                             lease_state, settle_row, storage_failure, decode_result, encode_result)
+from toolkit.effects import (as_sent, columns, connect, transaction, LIVE, claim_owner,
+                             existing_answer, lease_length, lease_state, settle_row,
+                             storage_failure, decode_result, encode_result)
 
 LEDGER_SCHEMA = """
-CREATE TABLE IF NOT EXISTS ledger (
+CREATE TABLE IF NOT EXISTS ledger ({rowid}
     principal   TEXT NOT NULL,
     key         TEXT NOT NULL,
     tool        TEXT NOT NULL,
@@ -27,24 +30,32 @@ CREATE TABLE IF NOT EXISTS ledger (
     state       TEXT NOT NULL CHECK (state IN ('pending', 'done')),
     result      TEXT,                                    -- JSON, once done
     owner       TEXT,                                    -- who holds a pending claim (host/pid/claim)
-    lease_until REAL,                                    -- when that claim runs out (unix seconds)
+    lease_until DOUBLE PRECISION,                        -- when that claim runs out (unix seconds)
     PRIMARY KEY (principal, key)
 )"""
 _COLUMNS = "tool, fingerprint, state, result, owner, lease_until"
+#: The claim: the unique key (principal, key) lets one insert through; the others insert nothing.
+CLAIM = ("INSERT INTO ledger (principal, key, tool, fingerprint, state, owner, lease_until) "
+         "VALUES (?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT (principal, key) DO NOTHING")
+#: The row a claim met (locked till the transaction ends, where the dialect locks rows).
+FIND = f"SELECT {_COLUMNS} FROM ledger WHERE principal = ? AND key = ?{{lock_row}}"
 
 
-class SqliteLedger:
-    """A durable ledger in one SQLite file; ``owner`` holds a claim for ``lease_seconds``."""
+class DurableLedger:
+    """A durable ledger in a database (a SQLite path, or a URL; None: ``COURSE_DATABASE_URL``);
+    ``owner`` holds a claim for ``lease_seconds``."""
 
-    def __init__(self, path: str | Path, *, synchronous: str = "FULL", busy_timeout_ms: int = 10_000,
-                 lease_seconds: float = 60.0, owner: str | None = None, clock: Callable[[], float] = time.time):
-        self.path, self.lease_seconds, self.owner, self.clock = Path(path), lease_length(lease_seconds), owner, clock
+    def __init__(self, where: str | Path | None = None, *, synchronous: str = "FULL",
+                 busy_timeout_ms: int = 10_000, lease_seconds: float = 60.0,
+                 owner: str | None = None, clock: Callable[[], float] = time.time):
+        self.lease_seconds, self.owner, self.clock = lease_length(lease_seconds), owner, clock
         self._lock = threading.RLock()
-        self.conn = connect(self.path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms,
+        self.conn = connect(where, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms,
                             check_same_thread=False)
-        with transaction(self.conn):
-            self.conn.execute(LEDGER_SCHEMA)
-            have = {row[1] for row in self.conn.execute("PRAGMA table_info(ledger)")}
+        self._find = as_sent(self.conn, FIND)
+        with transaction(self.conn, serial=True):
+            self.conn.execute(as_sent(self.conn, LEDGER_SCHEMA))
+            have = columns(self.conn, "ledger")
             for column, kind in (("owner", "TEXT"), ("lease_until", "REAL")):   # a file from before leases
                 if column not in have:
                     self.conn.execute(f"ALTER TABLE ledger ADD COLUMN {column} {kind}")
@@ -53,7 +64,7 @@ class SqliteLedger:
         with self._lock:
             self.conn.close()
 
-    def __enter__(self) -> "SqliteLedger":
+    def __enter__(self) -> "DurableLedger":
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -93,18 +104,30 @@ class SqliteLedger:
                 "owner": owner, "lease_until": until, "lease": lease}
 
     def _select(self, principal: str, key: str) -> tuple | None:
-        return self.conn.execute(f"SELECT {_COLUMNS} FROM ledger WHERE principal = ? AND key = ?",
-                                 (principal, key)).fetchone()
+        return self.conn.execute(self._find, (principal, key)).fetchone()
 
-    def call_atomic(self, key: str, effect: Callable[[sqlite3.Connection, Any], Any], arguments: Any, *,
+    def _claim(self, principal: str, key: str, tool: str, digest: str, owner: str) -> tuple | None:
+        """Claim the key (None), or the row already there. On a server the row a claim met may be
+        deleted before it is read (a released key): then the key is free, so claim it again."""
+        for _ in range(100):
+            row = (principal, key, tool, digest, owner, self.clock() + self.lease_seconds)
+            if self.conn.execute(CLAIM, row).rowcount == 1:
+                return None
+            row = self._select(principal, key)
+            if row:
+                return row
+        raise self.conn.Error("the key's row kept vanishing between a claim and its read")
+
+    def call_atomic(self, key: str, effect: Callable[[Any, Any], Any], arguments: Any, *,
                     tool: str = "", principal: str = "", secret_fields: Iterable[str] = ()) -> Answer:
         """Run ``effect(conn, arguments)`` and write its row in ONE transaction: both or neither."""
         error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
         if error:
             return Answer.invalid(key, error)
+        owner = claim_owner(self.owner)
         try:
             with self._lock, transaction(self.conn):
-                row = self._select(principal, key)
+                row = self._claim(principal, key, tool, digest, owner)
                 if row:
                     return existing_answer(row, key, tool, digest, self.clock())
                 value = effect(self.conn, arguments)
@@ -112,8 +135,7 @@ class SqliteLedger:
                     text = encode_result(value, strict=True)
                 except (TypeError, ValueError):
                     raise _NotStorable from None
-                self.conn.execute("INSERT INTO ledger (principal, key, tool, fingerprint, state, result) "
-                                  "VALUES (?, ?, ?, ?, 'done', ?)", (principal, key, tool, digest, text))
+                settle_row(self.conn, principal, key, owner, text)
         except ToolFailure as failure:
             secrets = secret_values(arguments, secret_fields)
             return Answer.refusal("failed", key, scrub(failure.message, secrets), code=scrub(failure.reason, secrets),
@@ -121,7 +143,7 @@ class SqliteLedger:
         except _NotStorable:
             return Answer.refusal("failed", key, "the result is not JSON, so nothing was committed",
                                   code="not_serializable")
-        except sqlite3.Error as exc:
+        except self.conn.Error as exc:
             return storage_failure(key, exc, "rolled back", secret_values(arguments, secret_fields))
         except Exception as exc:
             return Answer.refusal("failed", key, f"the effect raised {type(exc).__name__}; rolled back",
@@ -139,14 +161,10 @@ class SqliteLedger:
         owner = claim_owner(self.owner)
         try:
             with self._lock, transaction(self.conn):
-                now = self.clock()
-                row = self._select(principal, key)
+                row = self._claim(principal, key, tool, digest, owner)
                 if row:
-                    return existing_answer(row, key, tool, digest, now)
-                self.conn.execute("INSERT INTO ledger (principal, key, tool, fingerprint, state, owner, lease_until) "
-                                  "VALUES (?, ?, ?, ?, 'pending', ?, ?)",
-                                  (principal, key, tool, digest, owner, now + self.lease_seconds))
-        except sqlite3.Error as exc:
+                    return existing_answer(row, key, tool, digest, self.clock())
+        except self.conn.Error as exc:
             return storage_failure(key, exc, "nothing was run", secret_values(arguments, secret_fields))
         # The claim found no row for the key: k is not in dom(L), so the rule runs f once.
         _, verdict, value, error = invoke_effect(effect, arguments, key, {}, secret_fields)
@@ -154,17 +172,13 @@ class SqliteLedger:
         try:
             with self._lock, transaction(self.conn):
                 if verdict == "pending":       # nobody will finish this call: end the lease now
-                    held = self.conn.execute("UPDATE ledger SET lease_until = ? WHERE principal = ? AND key = ? "
-                                             "AND state = 'pending' AND owner = ?", (self.clock(), *fence))
-                elif verdict == "release":
-                    held = self.conn.execute("DELETE FROM ledger WHERE principal = ? AND key = ? "
-                                             "AND state = 'pending' AND owner = ?", fence)
-                else:
-                    text = encode_result(value)
-                    held = self.conn.execute("UPDATE ledger SET state = 'done', result = ?, owner = NULL, "
-                                             "lease_until = NULL WHERE principal = ? AND key = ? "
-                                             "AND state = 'pending' AND owner = ?", (text, *fence))
-        except sqlite3.Error:
+                    self.conn.execute("UPDATE ledger SET lease_until = ? WHERE principal = ? "
+                                      "AND key = ? AND state = 'pending' AND owner = ?",
+                                      (self.clock(), *fence))
+                else:                          # done, or released: the effect did not happen
+                    text = None if verdict == "release" else encode_result(value)
+                    held = settle_row(self.conn, *fence, text)
+        except self.conn.Error:
             if verdict == "release":
                 return Answer(LedgerStatus.FAILED, key, value, error)
             return Answer.refusal("unknown", key, "the effect ran but its outcome could not be recorded")
@@ -173,7 +187,7 @@ class SqliteLedger:
                                   value)
         if verdict == "release":
             return Answer(LedgerStatus.FAILED, key, value, error)
-        if held.rowcount != 1:
+        if held != 1:
             return Answer.refusal("lost", key)
         return Answer(LedgerStatus.RAN, key, decode_result(text))
 
@@ -189,20 +203,18 @@ class SqliteLedger:
         error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
         if error:
             return Answer.invalid(key, error)
-        text = encode_result(result)
+        text, owner = encode_result(result), claim_owner(self.owner)
         try:
             with self._lock, transaction(self.conn):
-                row = self._select(principal, key)
+                row = self._claim(principal, key, tool, digest, owner)
                 if row is None:
-                    self.conn.execute("INSERT INTO ledger (principal, key, tool, fingerprint, state, result) "
-                                      "VALUES (?, ?, ?, ?, 'done', ?)", (principal, key, tool, digest, text))
+                    settle_row(self.conn, principal, key, owner, text)
                     return Answer(LedgerStatus.RAN, key, decode_result(text))
                 answer = existing_answer(row, key, tool, digest, self.clock())
                 if answer.status is not LedgerStatus.IN_PROGRESS:
                     return answer
-                self.conn.execute("UPDATE ledger SET state = 'done', result = ?, owner = NULL, lease_until = NULL "
-                                  "WHERE principal = ? AND key = ?", (text, principal, key))
-        except sqlite3.Error as exc:
+                settle_row(self.conn, principal, key, row[4], text)   # the row is locked: ours
+        except self.conn.Error as exc:
             return storage_failure(key, exc, "nothing was recorded")
         return Answer(LedgerStatus.RECONCILED, key, decode_result(text))
 
@@ -217,7 +229,7 @@ class SqliteLedger:
         try:
             with self._lock:
                 row = self._select(principal, key)
-        except sqlite3.Error as exc:
+        except self.conn.Error as exc:
             return storage_failure(key, exc, "nothing was settled")
         if row is None:
             return Answer.refusal("failed", key, "no claim for this key", code="not_found")
@@ -237,7 +249,7 @@ class SqliteLedger:
             with self._lock:
                 rows = self.conn.execute("SELECT principal, key, tool, fingerprint, owner, lease_until FROM ledger "
                                          "WHERE state = 'pending' ORDER BY rowid").fetchall()
-        except sqlite3.Error as exc:
+        except self.conn.Error as exc:
             return [storage_failure("", exc, "nothing was reaped")]
         now, answers = self.clock(), []
         for principal, key, tool, digest, owner, until in rows:
@@ -255,10 +267,11 @@ class SqliteLedger:
     def _settle(self, principal: str, key: str, owner: str | None, found: Any, tool: str, digest: str) -> Answer:
         """Write the record's verdict, fenced by the dead claim's owner; if the row moved on, answer from it."""
         try:
+            text = None if found is None else encode_result(found)
             with self._lock, transaction(self.conn):
-                moved, text = settle_row(self.conn, principal, key, owner, found)
+                moved = settle_row(self.conn, principal, key, owner, text)
                 row = None if moved == 1 else self._select(principal, key)
-        except sqlite3.Error as exc:
+        except self.conn.Error as exc:
             return storage_failure(key, exc, "the claim is unchanged")
         if moved == 1:
             if found is None:
@@ -276,7 +289,7 @@ class SqliteLedger:
             with self._lock, transaction(self.conn):
                 gone = self.conn.execute("DELETE FROM ledger WHERE principal = ? AND key = ? AND state = 'pending'",
                                          (principal, key)).rowcount
-        except sqlite3.Error:
+        except self.conn.Error:
             return False
         return gone == 1
 
