@@ -1,0 +1,350 @@
+"""Fit the code cells of notebooks to at most 100 characters a line, changing nothing they do.
+
+    python scripts/fit_width.py notebooks/02_*.ipynb solutions/*.ipynb   # rewrite them in place
+    python scripts/fit_width.py --check notebooks/*.ipynb   # write nothing; exit 1 on any change
+
+A line wider than 100 characters is cut at 1280 px. Only what is too wide changes, so a cell keeps
+the layout its author gave it everywhere else:
+
+* a trailing comment that makes a line too wide moves up, onto a line of its own above it (or,
+  when two spaces before it are enough, only loses its extra padding); a comment line too wide is
+  wrapped onto more comment lines;
+* a statement with a line too wide is reformatted by black (``--line-ranges`` on that statement
+  only, with its ``string_processing`` feature, which splits a long string into pieces that
+  Python joins again: ``"one " "string"``);
+* a docstring line too wide is wrapped at the docstring's indentation.
+
+The rewritten cell must parse to the same program (the same syntax tree; a docstring may differ
+in whitespace only), or the script stops with an error. Lines that are IPython syntax (``%magic``,
+``!shell``, ``x = !ls``, ``name?``) are set aside while the cell is rewritten and put back as
+they were; a cell opened by a cell magic (``%%bash``) is not Python and is left alone. Markdown
+cells are never touched, and neither are outputs: run ``python scripts/run_notebooks.py`` on the
+notebook afterwards to check that it prints what it printed before. A line no step can shorten
+(a long word in a comment, a long string inside a triple-quoted string) is listed, and the
+script exits with 1. Running it again on its own output changes nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import re
+import sys
+import textwrap
+import tokenize
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_notebooks import stable_ids, text_of  # noqa: E402  (one writer for every stored notebook)
+
+ROOT = Path(__file__).resolve().parent.parent
+WIDTH = 100
+#: A line IPython reads as its own syntax: a line magic, a shell escape, help, or a captured one.
+IPYTHON_LINE = re.compile(r"^\s*(?:[%!?]|[\w.]+\?\??\s*$|[\w.,\s()\[\]]+=\s*[%!])")
+#: Comments that tools read where they stand: never moved.
+PINNED_COMMENT = re.compile(r"#\s*(?:noqa|type:|fmt:|pragma|pylint:)|#+ (?:BEGIN|END) SOLUTION")
+PLACEHOLDER = "__fit_width_ipython_line_{}__"
+
+
+class Unchanged(Exception):
+    """A cell this script cannot read as Python (a cell magic, a syntax error): left as it is."""
+
+
+def wide(source: str) -> list[int]:
+    """The 1-based numbers of the lines of ``source`` wider than WIDTH."""
+    return [n for n, line in enumerate(source.split("\n"), start=1) if len(line) > WIDTH]
+
+
+# ------------------------------------------------------------------ IPython syntax, set aside
+def set_aside(source: str) -> tuple[str, dict[str, str]]:
+    """``source``, each IPython line replaced by a placeholder name; and the lines to put back."""
+    lines = source.split("\n")
+    if lines and lines[0].lstrip().startswith("%%"):
+        raise Unchanged("a cell magic")
+    kept: dict[str, str] = {}
+    for n, line in enumerate(lines):
+        if IPYTHON_LINE.match(line):
+            name = PLACEHOLDER.format(len(kept))
+            kept[name] = line
+            lines[n] = line[: len(line) - len(line.lstrip())] + name
+    return "\n".join(lines), kept
+
+
+def put_back(source: str, kept: dict[str, str]) -> str:
+    lines = source.split("\n")
+    for n, line in enumerate(lines):
+        name = line.strip()
+        if name in kept:
+            lines[n] = kept.pop(name)
+    if kept:
+        raise Unchanged("an IPython line did not come back whole")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ comments
+def comments(source: str) -> dict[int, int]:
+    """line number -> column of the comment on that line (tokenize knows what is in a string)."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source + "\n").readline))
+    except (tokenize.TokenError, SyntaxError) as exc:
+        raise Unchanged(f"not Python: {exc}") from exc
+    return {t.start[0]: t.start[1] for t in tokens if t.type == tokenize.COMMENT}
+
+
+def wrap_comment(indent: str, comment: str) -> list[str]:
+    """A comment as lines of at most WIDTH characters at ``indent`` (a long word stays whole)."""
+    body = comment.lstrip("#")
+    lead = "#" * (len(comment) - len(body)) + body[: len(body) - len(body.lstrip())]
+    width = max(WIDTH - len(indent) - len(lead), 20)
+    pieces = textwrap.wrap(body.strip(), width, break_long_words=False, break_on_hyphens=False)
+    return [indent + lead + piece for piece in pieces] or [indent + comment]
+
+
+def fit_comments(source: str) -> str:
+    """Shorten the lines a trailing comment makes too wide; wrap comment lines too wide.
+
+    A trailing comment keeps its place when less padding is enough: the comments aligned with it
+    (the same column, on the lines next to it) move left with it, still aligned. Otherwise it
+    goes on a line of its own above its code.
+    """
+    lines = source.split("\n")
+    where = comments(source)
+    for number in [n for n in where if len(lines[n - 1]) > WIDTH]:
+        line = lines[number - 1]
+        column = where[number]
+        if PINNED_COMMENT.match(line[column:]) or not line[:column].strip():
+            continue
+        group = [number]
+        for step in (-1, 1):
+            n = number + step
+            while where.get(n) == column and lines[n - 1][:column].strip():
+                group.append(n)
+                n += step
+        to = max(len(lines[n - 1][:column].rstrip()) for n in group) + 2
+        if all(to + len(lines[n - 1][column:]) <= WIDTH for n in group):
+            for n in group:
+                lines[n - 1] = lines[n - 1][:column].rstrip().ljust(to) + lines[n - 1][column:]
+            where.update({n: to for n in group})
+    out: list[str] = []
+    for number, line in enumerate(lines, start=1):
+        column = where.get(number)
+        if len(line) <= WIDTH or column is None or PINNED_COMMENT.match(line[column:]):
+            out.append(line)
+            continue
+        code, comment = line[:column].rstrip(), line[column:].rstrip()
+        indent = line[: len(line) - len(line.lstrip())]
+        if code and out and out[-1].rstrip().endswith("\\"):
+            out.append(line)         # inside a backslash continuation: no line may go between
+            continue
+        out.extend(wrap_comment(indent, comment))
+        if code:
+            out.append(code)
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------ assert messages
+def fit_asserts(source: str) -> str:
+    """Give a too-wide ``assert test, "message"`` its message on a line of its own, in parentheses.
+
+    black would rather split the test (``assert (``, the test, ``), "message"``), which reads
+    worse; a message still too wide on its own line is left to black, which keeps the parentheses.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise Unchanged(f"not Python: {exc}") from exc
+    lines = source.split("\n")
+    too_wide = set(wide(source))
+    where = comments(source)
+    found = [node for node in ast.walk(tree) if isinstance(node, ast.Assert)
+             and isinstance(node.msg, (ast.Constant, ast.JoinedStr))]
+    for node in sorted(found, key=lambda n: n.lineno, reverse=True):
+        span = range(node.lineno, node.end_lineno + 1)
+        test = ast.get_source_segment(source, node.test)
+        message = ast.get_source_segment(source, node.msg).split("\n")
+        between = text_between(lines, (node.test.end_lineno, node.test.end_col_offset),
+                               (node.msg.lineno, node.msg.col_offset))
+        after = lines[node.end_lineno - 1][node.msg.end_col_offset:].strip()
+        head = lines[node.lineno - 1]
+        if (not too_wide & set(span) or any(n in where for n in span) or "\n" in test
+                or node.msg.end_lineno != node.end_lineno or head[: node.col_offset].strip()
+                or after != (")" if "(" in between else "")):
+            continue
+        indent = head[: node.col_offset]
+        first = f"{indent}assert {test}, ("
+        if len(first) > WIDTH:
+            continue
+        pieces = [piece.strip().rstrip("\\").rstrip() for piece in message]   # no backslashes
+        pieces = split_strings(pieces, indent + " " * 4)
+        lines[node.lineno - 1: node.end_lineno] = [first, *pieces, f"{indent})"]
+    return "\n".join(lines)
+
+
+def split_strings(pieces: list[str], indent: str) -> list[str]:
+    """Lines at ``indent`` for the implicitly joined strings ``pieces``; black splits a wide one."""
+    import black
+
+    if all(len(indent + piece) <= WIDTH for piece in pieces):
+        return [indent + piece for piece in pieces]
+    snippet = "_ = (\n" + "".join(f"    {piece}\n" for piece in pieces) + ")\n"
+    mode = black_mode(WIDTH - len(indent) + 4)
+    split = black.format_str(snippet, mode=mode).split("\n")
+    if split[0] != "_ = (" or split[-2:] != [")", ""]:
+        return [indent + piece for piece in pieces]      # black's own statement layout takes over
+    return [indent + line[4:] for line in split[1:-2]]
+
+
+def text_between(lines: list[str], start: tuple[int, int], end: tuple[int, int]) -> str:
+    """The source from ``start`` to ``end``, (1-based line, column) pairs as ast gives them."""
+    if start[0] == end[0]:
+        return lines[start[0] - 1][start[1]: end[1]]
+    middle = lines[start[0]: end[0] - 1]
+    return "\n".join([lines[start[0] - 1][start[1]:], *middle, lines[end[0] - 1][: end[1]]])
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ statements, by black
+def black_mode(width: int = WIDTH):
+    """black at ``width``, with the feature that splits a long string into joined pieces."""
+    import black
+
+    return black.Mode(line_length=width, preview=True,
+                      enabled_features={black.Preview.string_processing})
+
+
+def fit_statements(source: str) -> str:
+    """Reformat, with black, only the statements holding a line too wide."""
+    import black
+
+    numbers = wide(source)
+    if not numbers:
+        return source
+    ends = source.endswith("\n")           # a file ends with a newline, a cell does not
+    try:
+        formatted = black.format_str(source if ends else source + "\n", mode=black_mode(),
+                                     lines=[(n, n) for n in numbers])
+    except black.InvalidInput as exc:
+        raise Unchanged(f"not Python: {exc}") from exc
+    return formatted if ends else formatted.removesuffix("\n")
+
+
+# ------------------------------------------------------------------ docstrings
+def docstrings(tree: ast.AST) -> list[ast.Constant]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                found.append(first.value)
+    return found
+
+
+def fit_docstrings(source: str) -> str:
+    """Wrap the lines too wide of a triple-quoted docstring, at the docstring's own indentation."""
+    lines = source.split("\n")
+    too_wide = set(wide(source))
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise Unchanged(f"not Python: {exc}") from exc
+    for node in sorted(docstrings(tree), key=lambda n: n.lineno, reverse=True):
+        first, last = node.lineno, node.end_lineno
+        head = lines[first - 1]
+        quote = head[node.col_offset:].lstrip("rRuU")[:3]
+        if not too_wide & set(range(first, last + 1)) or quote not in ('"""', "'''"):
+            continue
+        indent = head[: node.col_offset]
+        rewrapped: list[str] = []
+        for n in range(first, last + 1):
+            line = lines[n - 1]
+            if len(line) <= WIDTH:
+                rewrapped.append(line)
+                continue
+            start = len(line) - len(line.lstrip()) if n > first else node.col_offset
+            rewrapped += textwrap.wrap(line[start:], WIDTH, initial_indent=line[:start],
+                                       subsequent_indent=indent if n == first else line[:start],
+                                       break_long_words=False, break_on_hyphens=False)
+        lines[first - 1: last] = rewrapped
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ the same program
+def same_program(before: str, after: str) -> bool:
+    """True when the two parse to the same tree, docstrings compared without their whitespace."""
+    def shape(source: str) -> str:
+        tree = ast.parse(source)
+        for doc in docstrings(tree):
+            doc.value = " ".join(doc.value.split())
+        return ast.dump(tree)
+
+    return shape(before) == shape(after)
+
+
+# ------------------------------------------------------------------ a cell, a notebook
+def fit_source(source: str) -> str:
+    """``source`` (a code cell, or a module) with its lines too wide shortened; the same program."""
+    if not wide(source):
+        return source
+    masked, kept = set_aside(source)
+    text = masked
+    for _ in range(3):      # a step may leave work for another (a comment moved off a statement)
+        new = fit_docstrings(fit_statements(fit_asserts(fit_comments(text))))
+        if new == text:
+            break
+        text = new
+    if not same_program(masked, text):
+        raise AssertionError(f"reformatting changed the program:\n{masked}\n---\n{text}")
+    return put_back(text, kept)
+
+
+def fit_notebook(path: Path) -> tuple[str, str, list[str]]:
+    """(text before, text after, lines still too wide as ``cell N, line M: ...``) of a notebook."""
+    import nbformat
+
+    before = path.read_text(encoding="utf-8")
+    nb = nbformat.reads(before, as_version=4)
+    left = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        try:
+            cell.source = fit_source(cell.source)
+        except Unchanged as exc:
+            left.append(f"cell {index}: left as it is ({exc})")
+        left += [f"cell {index}, line {n}: {cell.source.split(chr(10))[n - 1].strip()[:60]}..."
+                 for n in wide(cell.source)]
+    stable_ids(nb)          # cell ids follow the source, as scripts/run_notebooks.py makes them
+    return before, text_of(nb), left
+
+
+def fit_file(path: Path) -> tuple[str, str, list[str]]:
+    """The same for a Python file, read as one cell."""
+    before = path.read_text(encoding="utf-8")
+    after = fit_source(before)
+    lines = after.split("\n")
+    return before, after, [f"line {n}: {lines[n - 1].strip()[:60]}..." for n in wide(after)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="+", type=Path, help="notebooks (.ipynb) or Python files")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 if a file would change")
+    args = parser.parse_args(argv)
+    status = 0
+    for path in args.paths:
+        before, after, left = (fit_notebook if path.suffix == ".ipynb" else fit_file)(path)
+        shown = path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
+        if before != after and not args.check:
+            path.write_text(after, encoding="utf-8", newline="\n")
+        state = ("would change" if args.check else "rewritten") if before != after else "unchanged"
+        print(f"{state:<13} {shown}" + (f": {len(left)} lines still too wide" if left else ""))
+        for line in left:
+            print(f"    {line}")
+        status |= bool(left) or (args.check and before != after)
+    return int(status)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
