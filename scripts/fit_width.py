@@ -44,6 +44,9 @@ IPYTHON_LINE = re.compile(r"^\s*(?:[%!?]|[\w.]+\?\??\s*$|[\w.,\s()\[\]]+=\s*[%!]
 #: Comments that tools read where they stand: never moved.
 PINNED_COMMENT = re.compile(r"#\s*(?:noqa|type:|fmt:|pragma|pylint:)|#+ (?:BEGIN|END) SOLUTION")
 PLACEHOLDER = "__fit_width_ipython_line_{}__"
+CLOSING = re.compile(r"[)\]}]*,?")
+DEEPEST = 60        # a line continues at most this far right (under its bracket's first item)
+SHORTEST = 20       # a long string is cut only where its first piece keeps this many characters
 
 
 class Unchanged(Exception):
@@ -181,17 +184,23 @@ def fit_asserts(source: str) -> str:
 
 
 def split_strings(pieces: list[str], indent: str) -> list[str]:
-    """Lines at ``indent`` for the implicitly joined strings ``pieces``; black splits a wide one."""
-    import black
-
-    if all(len(indent + piece) <= WIDTH for piece in pieces):
-        return [indent + piece for piece in pieces]
-    snippet = "_ = (\n" + "".join(f"    {piece}\n" for piece in pieces) + ")\n"
-    mode = black_mode(WIDTH - len(indent) + 4)
-    split = black.format_str(snippet, mode=mode).split("\n")
-    if split[0] != "_ = (" or split[-2:] != [")", ""]:
-        return [indent + piece for piece in pieces]      # black's own statement layout takes over
-    return [indent + line[4:] for line in split[1:-2]]
+    """Lines at ``indent`` for the joined strings ``pieces``: from the first one too wide on, the
+    text is cut again as it flows, each cut's rest joined to the next piece."""
+    lines: list[str] = []
+    queue = list(pieces)
+    while queue:
+        piece = queue.pop(0)
+        cut = cut_string(piece, WIDTH - len(indent)) if len(indent + piece) > WIDTH else None
+        if cut is None:
+            lines.append(indent + piece)
+            continue
+        lines.append(indent + cut[0])
+        merged = join_strings(cut[1], queue[0]) if queue else None
+        if merged:
+            queue[0] = merged
+        else:
+            queue.insert(0, cut[1])
+    return lines
 
 
 def text_between(lines: list[str], start: tuple[int, int], end: tuple[int, int]) -> str:
@@ -200,6 +209,187 @@ def text_between(lines: list[str], start: tuple[int, int], end: tuple[int, int])
         return lines[start[0] - 1][start[1]: end[1]]
     middle = lines[start[0]: end[0] - 1]
     return "\n".join([lines[start[0] - 1][start[1]:], *middle, lines[end[0] - 1][: end[1]]])
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ inside brackets, filled
+BREAK_BEFORE = ("+", "and", "or", "if", "else", "for")
+SKIPPED = (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT,
+           tokenize.ENDMARKER)
+
+
+def tokens_of(source: str) -> list[tokenize.TokenInfo]:
+    """The tokens that carry code (no line ends, comments or indentation)."""
+    try:
+        found = list(tokenize.generate_tokens(io.StringIO(source + "\n").readline))
+    except (tokenize.TokenError, SyntaxError) as exc:
+        raise Unchanged(f"not Python: {exc}") from exc
+    return [t for t in found if t.type not in SKIPPED]
+
+
+def breaks(source: str) -> dict[int, list[tuple[int, int, int, int]]]:
+    """line -> places a line may break inside brackets: (depth, end of the first part, column the
+    rest starts at, column the rest goes to: under the bracket's first item).
+
+    A line breaks after a comma (not one between ``for`` and ``in``, or in a lambda's parameters),
+    between two strings that Python joins, and before ``+``, ``and``, ``or``, ``if``, ``else`` and
+    ``for``.
+    """
+    tokens = tokens_of(source)
+    stack: list[list] = []          # per open bracket: [column of its first item, inside a target]
+    found: dict[int, list[tuple[int, int, int, int]]] = {}
+    for here, token in enumerate(tokens):
+        if stack and stack[-1][0] < 0:
+            stack[-1][0] = token.start[1]
+        if token.type == tokenize.OP and token.string in "([{":
+            stack.append([-1, False])
+        elif token.type == tokenize.OP and token.string in ")]}" and stack:
+            stack.pop()
+        elif stack and token.string in ("for", "lambda"):
+            stack[-1][1] = True
+        elif stack and token.string in ("in", ":"):
+            stack[-1][1] = False
+        following = tokens[here + 1] if here + 1 < len(tokens) else None
+        if not stack or following is None or following.start[0] != token.end[0]:
+            continue
+        after_comma = token.string == "," and not stack[-1][1]
+        joined = token.type == following.type == tokenize.STRING
+        before = following.string in BREAK_BEFORE and token.string not in "([{"
+        if after_comma or joined or before:
+            found.setdefault(token.end[0], []).append(
+                (len(stack), token.end[1], following.start[1], stack[-1][0]))
+    return found
+
+
+def fill(source: str) -> str:
+    """Break each line too wide inside its brackets, the rest under the bracket's first item.
+
+    The break is at the outermost bracket that can give one, as far right as fits; a line with
+    no such break is left for the next step.
+    """
+    for _ in range(40):
+        lines = source.split("\n")
+        places = breaks(source)
+        for number in wide(source):
+            line = lines[number - 1]
+            fits = [(depth, -end, start, under)
+                    for depth, end, start, under in places.get(number, ())
+                    if end <= WIDTH and under < start and under <= DEEPEST]
+            if fits:
+                _, left_of, start, under = min(fits)      # the outermost, then the rightmost
+                lines[number - 1: number] = [line[:-left_of].rstrip(), " " * under + line[start:]]
+                break
+        else:
+            return source
+        source = "\n".join(lines)
+    return source
+
+
+def bracket_imports(source: str) -> str:
+    """Put the names of a too-wide one-line ``from module import a, b`` in parentheses, to fill."""
+    lines = source.split("\n")
+    for number in wide(source):
+        line = lines[number - 1]
+        head, sep, names = line.partition(" import ")
+        if (sep and head.lstrip().startswith("from ") and "(" not in names and "#" not in names
+                and number not in comments(source)):
+            lines[number - 1] = f"{head} import ({names.strip()})"
+    return "\n".join(lines)
+
+
+def cut_string(token: str, room: int) -> tuple[str, str] | None:
+    """A one-line string literal as two literals Python joins, the first at most ``room`` wide and
+    ending in a space, after a clause (``.,:;``) when one ends late enough; None when there is no
+    such space outside an f-string's replacement fields (or ``token`` is not one literal)."""
+    if [t.type for t in tokens_of(token)] != [tokenize.STRING]:
+        return None
+    prefix = token[: len(token) - len(token.lstrip("rRbBuUfF"))]
+    quote, body = token[len(prefix)], token[len(prefix) + 1: -1]
+    if body.startswith(quote * 2) or not body:
+        return None                                  # triple-quoted
+    formatted, raw = "f" in prefix.lower(), "r" in prefix.lower()
+    depth, n, spaces = 0, 0, []
+    while n < len(body):
+        char = body[n]
+        if char == "\\" and not raw:
+            n += 2
+            continue
+        if formatted and char in "{}":
+            if depth == 0 and body[n: n + 2] in ("{{", "}}"):
+                n += 2
+                continue
+            depth += 1 if char == "{" else -1
+        elif char == " " and depth == 0 and len(prefix) + n + 3 <= room:
+            spaces.append(n)
+        n += 1
+    spaces = [n for n in spaces if SHORTEST <= n < len(body) - 1]
+    if not spaces:
+        return None
+    clauses = [n for n in spaces if body[n - 1] in ".,:;" and n >= 0.6 * spaces[-1]]
+    at = (clauses or spaces)[-1]
+    first, rest = body[: at + 1], body[at + 1:]
+
+    def literal(text: str) -> str:
+        """A piece with no replacement field is a plain string (``{{`` in it would need the f)."""
+        plain = formatted and not any(c in text for c in "{}")
+        return (re.sub("[fF]", "", prefix) if plain else prefix) + quote + text + quote
+
+    return literal(first), literal(rest)
+
+
+def join_strings(first: str, second: str) -> str | None:
+    """Two one-line literals as one, when they are of one kind and quote; else None."""
+    if [t.type for t in tokens_of(f"{first} {second}")] != [tokenize.STRING, tokenize.STRING]:
+        return None
+    parts = []
+    for token in (first, second):
+        prefix = token[: len(token) - len(token.lstrip("rRbBuUfF"))]
+        parts.append((prefix.lower().replace("f", ""), "f" in prefix.lower(), token[len(prefix)],
+                      token[len(prefix) + 1: -1]))
+    (kind, f_one, quote, one), (kind_two, f_two, quote_two, two) = parts
+    if kind != kind_two or quote != quote_two or quote * 2 in (one[:2], two[:2]):
+        return None
+
+    def braces(text: str, formatted: bool) -> str:
+        """A plain piece joined to an f-string: its braces are doubled, to stay text."""
+        plain = not formatted and (f_one or f_two)
+        return text.replace("{", "{{").replace("}", "}}") if plain else text
+
+    return kind + "f" * (f_one or f_two) + quote + braces(one, f_one) + braces(two, f_two) + quote
+
+
+def cut_strings(source: str) -> str:
+    """Cut in two joined strings each string inside brackets that ends past the last column, or
+    whose closing brackets do; when a string it joins starts the next line, the rest goes there."""
+    lines = source.split("\n")
+    too_wide = set(wide(source))
+    tokens = tokens_of(source)
+    depth = 0
+    edits: list[tuple[int, int, int, str]] = []          # (line, start, end, new text)
+    touched: set[int] = set()
+    for here, token in enumerate(tokens):
+        closing = CLOSING.match(lines[token.start[0] - 1][token.end[1]:])[0]
+        if token.type == tokenize.OP and token.string in "([{":
+            depth += 1
+        elif token.type == tokenize.OP and token.string in ")]}":
+            depth -= 1
+        elif (token.type == tokenize.STRING and depth and token.start[0] == token.end[0]
+              and token.start[0] in too_wide and here not in touched
+              and token.end[1] + len(closing) > WIDTH):
+            cut = cut_string(token.string, WIDTH - token.start[1])
+            if cut is None:
+                continue
+            following = tokens[here + 1] if here + 1 < len(tokens) else None
+            merged = (join_strings(cut[1], following.string)
+                      if following and following.start[0] > token.end[0] else None)
+            if merged:
+                edits.append((token.start[0], token.start[1], token.end[1], cut[0]))
+                edits.append((following.start[0], following.start[1], following.end[1], merged))
+                touched.add(here + 1)
+            else:
+                edits.append((token.start[0], token.start[1], token.end[1], " ".join(cut)))
+    for row, start, end, text in sorted(edits, reverse=True):
+        lines[row - 1] = lines[row - 1][:start] + text + lines[row - 1][end:]
     return "\n".join(lines)
 
 
@@ -282,17 +472,26 @@ def same_program(before: str, after: str) -> bool:
 
 
 # ------------------------------------------------------------------ a cell, a notebook
+def by_hand(text: str) -> str:
+    """The steps a person would take, each on what the last left too wide, until none changes it."""
+    for _ in range(40):
+        new = fill(cut_strings(fill(bracket_imports(fit_asserts(fit_comments(text))))))
+        if new == text:
+            break
+        text = new
+    return text
+
+
 def fit_source(source: str) -> str:
     """``source`` (a code cell, or a module) with its lines too wide shortened; the same program."""
     if not wide(source):
         return source
     masked, kept = set_aside(source)
     text = masked
-    for _ in range(3):      # a step may leave work for another (a comment moved off a statement)
-        new = fit_docstrings(fit_statements(fit_asserts(fit_comments(text))))
-        if new == text:
+    for _ in range(3):      # black's statements, then the steps again: until nothing changes
+        text = fit_docstrings(fit_statements(by_hand(text)))
+        if by_hand(text) == text:
             break
-        text = new
     if not same_program(masked, text):
         raise AssertionError(f"reformatting changed the program:\n{masked}\n---\n{text}")
     return put_back(text, kept)
