@@ -46,7 +46,7 @@ PINNED_COMMENT = re.compile(r"#\s*(?:noqa|type:|fmt:|pragma|pylint:)|#+ (?:BEGIN
 PLACEHOLDER = "__fit_width_ipython_line_{}__"
 CLOSING = re.compile(r"[)\]}]*,?")
 DEEPEST = 60        # a line continues at most this far right (under its bracket's first item)
-SHORTEST = 20       # a long string is cut only where its first piece keeps this many characters
+SHORTEST = 15       # characters a cut string keeps before it, and a break leaves in its bracket
 
 
 class Unchanged(Exception):
@@ -227,28 +227,38 @@ def tokens_of(source: str) -> list[tokenize.TokenInfo]:
     return [t for t in found if t.type not in SKIPPED]
 
 
-def breaks(source: str) -> dict[int, list[tuple[int, int, int, int]]]:
+def breaks(source: str) -> tuple[dict[int, list[tuple[int, int, int, int]]], dict[int, tuple]]:
     """line -> places a line may break inside brackets: (depth, end of the first part, column the
-    rest starts at, column the rest goes to: under the bracket's first item).
+    rest starts at, column the rest goes to: under the bracket's first item, or under the first
+    of the strings it joins); and line -> (depth at its end, its last token).
 
     A line breaks after a comma (not one between ``for`` and ``in``, or in a lambda's parameters),
     between two strings that Python joins, and before ``+``, ``and``, ``or``, ``if``, ``else`` and
-    ``for``.
+    ``for``; never where the bracket closes on the same line less than SHORTEST characters later
+    (but between strings: the rest of a cut string may be short).
     """
     tokens = tokens_of(source)
-    stack: list[list] = []          # per open bracket: [column of its first item, inside a target]
-    found: dict[int, list[tuple[int, int, int, int]]] = {}
+    stack: list[list] = []      # per open bracket: [column of its first item, inside a target,
+    found: dict[int, list[tuple[int, int, int, int]]] = {}     # its breaks so far]
+    ends: dict[int, tuple] = {}
+    strings_from = 0            # column of the first of the strings Python joins to this one
     for here, token in enumerate(tokens):
         if stack and stack[-1][0] < 0:
             stack[-1][0] = token.start[1]
+        joins_last = here > 0 and tokens[here - 1].type == tokenize.STRING
+        if token.type == tokenize.STRING and not joins_last:
+            strings_from = token.start[1]
         if token.type == tokenize.OP and token.string in "([{":
-            stack.append([-1, False])
+            stack.append([-1, False, []])
         elif token.type == tokenize.OP and token.string in ")]}" and stack:
-            stack.pop()
+            for row, place, joins in stack.pop()[2]:
+                if joins or row != token.start[0] or token.start[1] - place[2] >= SHORTEST:
+                    found.setdefault(row, []).append(place)
         elif stack and token.string in ("for", "lambda"):
             stack[-1][1] = True
         elif stack and token.string in ("in", ":"):
             stack[-1][1] = False
+        ends[token.end[0]] = (len(stack), token.string)
         following = tokens[here + 1] if here + 1 < len(tokens) else None
         if not stack or following is None or following.start[0] != token.end[0]:
             continue
@@ -256,28 +266,40 @@ def breaks(source: str) -> dict[int, list[tuple[int, int, int, int]]]:
         joined = token.type == following.type == tokenize.STRING
         before = following.string in BREAK_BEFORE and token.string not in "([{"
         if after_comma or joined or before:
-            found.setdefault(token.end[0], []).append(
-                (len(stack), token.end[1], following.start[1], stack[-1][0]))
-    return found
+            under = strings_from if joined else stack[-1][0]
+            place = (len(stack), token.end[1], following.start[1], under)
+            stack[-1][2].append((token.end[0], place, joined))
+    return found, ends
 
 
 def fill(source: str) -> str:
     """Break each line too wide inside its brackets, the rest under the bracket's first item.
 
     The break is at the outermost bracket that can give one, as far right as fits; a line with
-    no such break is left for the next step.
+    no such break is left for the next step. When the line went on, after a comma, on a next line
+    under the same place, the rest joins that line (which is then filled in turn), so the items
+    flow as a paragraph does.
     """
-    for _ in range(40):
+    for _ in range(200):
         lines = source.split("\n")
-        places = breaks(source)
+        places, ends = breaks(source)
+        where = comments(source)
         for number in wide(source):
             line = lines[number - 1]
             fits = [(depth, -end, start, under)
                     for depth, end, start, under in places.get(number, ())
                     if end <= WIDTH and under < start and under <= DEEPEST]
             if fits:
-                _, left_of, start, under = min(fits)      # the outermost, then the rightmost
-                lines[number - 1: number] = [line[:-left_of].rstrip(), " " * under + line[start:]]
+                depth, left_of, start, under = min(fits)      # the outermost, then the rightmost
+                rest = " " * under + line[start:]
+                after = lines[number] if number < len(lines) else ""
+                if (ends.get(number) == (depth, ",") and number not in where
+                        and after[under:under + 1].strip()
+                        and not after[:under].strip() and not after.lstrip().startswith("#")):
+                    lines[number - 1: number + 1] = [line[:-left_of].rstrip(),
+                                                     f"{rest} {after.strip()}"]
+                else:
+                    lines[number - 1: number] = [line[:-left_of].rstrip(), rest]
                 break
         else:
             return source
@@ -294,6 +316,27 @@ def bracket_imports(source: str) -> str:
         if (sep and head.lstrip().startswith("from ") and "(" not in names and "#" not in names
                 and number not in comments(source)):
             lines[number - 1] = f"{head} import ({names.strip()})"
+    return "\n".join(lines)
+
+
+def bracket_values(source: str) -> str:
+    """Put in parentheses the value of a too-wide one-line ``return`` or assignment when it is a
+    tuple, a condition or an operation (what has no brackets of its own to break in)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise Unchanged(f"not Python: {exc}") from exc
+    lines = source.split("\n")
+    too_wide = set(wide(source))
+    bare = (ast.Tuple, ast.BoolOp, ast.IfExp, ast.BinOp, ast.Compare)
+    found = [node.value for node in ast.walk(tree)
+             if isinstance(node, (ast.Return, ast.Assign, ast.AugAssign, ast.AnnAssign))
+             and isinstance(node.value, bare) and node.lineno == node.end_lineno in too_wide]
+    for value in sorted(found, key=lambda v: v.lineno, reverse=True):
+        line = lines[value.lineno - 1]
+        if line[value.col_offset] != "(" and line[: value.col_offset].rstrip()[-1:] != "(":
+            lines[value.lineno - 1] = (line[: value.col_offset] + "(" + line[value.col_offset:
+                                       value.end_col_offset] + ")" + line[value.end_col_offset:])
     return "\n".join(lines)
 
 
@@ -475,7 +518,8 @@ def same_program(before: str, after: str) -> bool:
 def by_hand(text: str) -> str:
     """The steps a person would take, each on what the last left too wide, until none changes it."""
     for _ in range(40):
-        new = fill(cut_strings(fill(bracket_imports(fit_asserts(fit_comments(text))))))
+        new = bracket_values(bracket_imports(fit_asserts(fit_comments(text))))
+        new = fill(cut_strings(fill(new)))
         if new == text:
             break
         text = new
@@ -520,7 +564,10 @@ def fit_notebook(path: Path) -> tuple[str, str, list[str]]:
 def fit_file(path: Path) -> tuple[str, str, list[str]]:
     """The same for a Python file, read as one cell."""
     before = path.read_text(encoding="utf-8")
-    after = fit_source(before)
+    try:
+        after = fit_source(before)
+    except Unchanged as exc:
+        return before, before, [f"left as it is ({exc})"]
     lines = after.split("\n")
     return before, after, [f"line {n}: {lines[n - 1].strip()[:60]}..." for n in wide(after)]
 
