@@ -99,18 +99,37 @@ def test_the_launcher_roots_the_course_and_lands_on_the_start_page(monkeypatch):
     from jupyterlab import NeverCheckForUpdate  # noqa: F401  (the class the server is told to use exists)
 
 
-def test_the_course_settings_are_valid_jupyterlab_settings():
-    """lab-settings/overrides.json: each plugin's values validate against the installed JupyterLab's schema."""
-    import jsonschema
+def settings_schema(plugin: str) -> dict:
+    """The schema of a JupyterLab plugin's settings, where JupyterLab reads it: the application's
+    own plugins in its app directory, a prebuilt extension's (such as ipywidgets' manager) in its
+    labextensions folder, ``<extension>/schemas/<package>/<plugin>.json``."""
+    from jupyter_core.paths import jupyter_path
     from jupyterlab.commands import get_app_dir
+
+    package, name = plugin.split(":")
+    places = [Path(get_app_dir()) / "schemas" / package / f"{name}.json"]
+    places += [Path(folder) / package / "schemas" / package / f"{name}.json"
+               for folder in jupyter_path("labextensions")]
+    found = [place for place in places if place.is_file()]
+    assert found, f"{plugin}: no settings schema in {[str(p) for p in places]}"
+    return json.loads(found[0].read_text(encoding="utf-8"))
+
+
+def test_the_course_settings_are_valid_jupyterlab_settings():
+    """lab-settings/overrides.json: each plugin's values validate against the installed schema.
+
+    Widget state is saved with the notebook (``saveState``), so a reloaded page shows its widgets
+    as they were, as scripts/run_notebooks.py stores them."""
+    import jsonschema
 
     overrides = json.loads((ROOT / "lab-settings" / "overrides.json").read_text(encoding="utf-8"))
     assert overrides["@jupyterlab/apputils-extension:notification"] == {"fetchNews": "false",
                                                                          "checkForUpdates": False}
+    assert overrides["@jupyter-widgets/jupyterlab-manager:plugin"] == {"saveState": True}
     for plugin, values in overrides.items():
-        package, name = plugin.split(":")
-        schema = json.loads((Path(get_app_dir()) / "schemas" / package / f"{name}.json").read_text(encoding="utf-8"))
+        schema = settings_schema(plugin)
         jsonschema.validate(values, schema)
+        assert set(values) <= set(schema["properties"]), f"{plugin}: a setting its schema lacks"
 
 
 def kernel_stderr(tmp_path: Path, **manager) -> str:
@@ -132,6 +151,15 @@ def kernel_stderr(tmp_path: Path, **manager) -> str:
         finally:
             km.shutdown_kernel()
     return (tmp_path / "kernel.err").read_text(encoding="utf-8", errors="replace")
+
+
+def test_the_running_lab_saves_widget_state(lab):
+    """The course's JupyterLab stores widget state when a notebook is saved: the setting's default,
+    as the server hands it to the page, is the course's ``saveState: true``."""
+    status, answer = lab.api("/lab/api/settings/@jupyter-widgets/jupyterlab-manager:plugin")
+    assert status == 200, answer
+    assert answer["schema"]["properties"]["saveState"]["default"] is True
+    assert answer["settings"].get("saveState", True) is True      # no user setting turns it off
 
 
 def test_kernel_keys_are_what_silences_the_eavesdropping_warning(tmp_path):
