@@ -116,20 +116,28 @@ def settings_schema(plugin: str) -> dict:
 
 
 def test_the_course_settings_are_valid_jupyterlab_settings():
-    """lab-settings/overrides.json: each plugin's values validate against the installed schema.
-
-    Widget state is saved with the notebook (``saveState``), so a reloaded page shows its widgets
-    as they were, as scripts/run_notebooks.py stores them."""
+    """lab-settings/overrides.json: each plugin's values validate against the installed schema."""
     import jsonschema
 
     overrides = json.loads((ROOT / "lab-settings" / "overrides.json").read_text(encoding="utf-8"))
     assert overrides["@jupyterlab/apputils-extension:notification"] == {"fetchNews": "false",
                                                                          "checkForUpdates": False}
-    assert overrides["@jupyter-widgets/jupyterlab-manager:plugin"] == {"saveState": True}
     for plugin, values in overrides.items():
         schema = settings_schema(plugin)
         jsonschema.validate(values, schema)
         assert set(values) <= set(schema["properties"]), f"{plugin}: a setting its schema lacks"
+
+
+def test_the_widget_manager_is_left_to_its_own_default():
+    """ipywidgets' manager can save widget state at every save (``saveState``, in its schema in
+    its labextensions folder); the course leaves it off. With it on, every widget model restored
+    from a notebook's stored state marks the notebook modified (the manager's ``register_model``
+    calls ``setDirty``), so each chapter would open with the unsaved-changes dot that
+    test_the_start_page_is_what_loads forbids. The stored state is scripts/run_notebooks.py's."""
+    schema = settings_schema("@jupyter-widgets/jupyterlab-manager:plugin")
+    assert schema["properties"]["saveState"]["default"] is False
+    overrides = json.loads((ROOT / "lab-settings" / "overrides.json").read_text(encoding="utf-8"))
+    assert "@jupyter-widgets/jupyterlab-manager:plugin" not in overrides
 
 
 def kernel_stderr(tmp_path: Path, **manager) -> str:
@@ -151,15 +159,6 @@ def kernel_stderr(tmp_path: Path, **manager) -> str:
         finally:
             km.shutdown_kernel()
     return (tmp_path / "kernel.err").read_text(encoding="utf-8", errors="replace")
-
-
-def test_the_running_lab_saves_widget_state(lab):
-    """The course's JupyterLab stores widget state when a notebook is saved: the setting's default,
-    as the server hands it to the page, is the course's ``saveState: true``."""
-    status, answer = lab.api("/lab/api/settings/@jupyter-widgets/jupyterlab-manager:plugin")
-    assert status == 200, answer
-    assert answer["schema"]["properties"]["saveState"]["default"] is True
-    assert answer["settings"].get("saveState", True) is True      # no user setting turns it off
 
 
 def test_kernel_keys_are_what_silences_the_eavesdropping_warning(tmp_path):
