@@ -7,12 +7,19 @@ A line wider than 100 characters is cut at 1280 px. Only what is too wide change
 the layout its author gave it everywhere else:
 
 * a trailing comment that makes a line too wide moves up, onto a line of its own above it (or,
-  when two spaces before it are enough, only loses its extra padding); a comment line too wide is
-  wrapped onto more comment lines;
-* a statement with a line too wide is reformatted by black (``--line-ranges`` on that statement
-  only, with its ``string_processing`` feature, which splits a long string into pieces that
-  Python joins again: ``"one " "string"``);
+  when less padding is enough, only loses some, with the comments aligned beside it); a comment
+  line too wide is wrapped onto more comment lines;
+* as the chapters are written by hand: a line breaks inside its brackets (after a comma, between
+  strings Python joins, before ``+``/``and``/``or``/``if``/``else``/``for``), the rest under the
+  bracket's first item, and the items after it flow on like a paragraph; a long string is cut in
+  two joined strings (``"one " "string"``), after a clause where one ends late enough; an
+  assert's message goes in parentheses on lines of its own; a long ``from m import a, b`` and a
+  bare tuple or condition being returned or assigned get parentheses to break in;
+* a statement still too wide after that is reformatted by black (``--line-ranges`` on that
+  statement only, with its ``string_processing`` feature);
 * a docstring line too wide is wrapped at the docstring's indentation.
+
+A Python file given instead of a notebook is treated as one cell.
 
 The rewritten cell must parse to the same program (the same syntax tree; a docstring may differ
 in whitespace only), or the script stops with an error. Lines that are IPython syntax (``%magic``,
