@@ -314,7 +314,8 @@ EX01_LEXICAL = '''try:
         missing = tk.ToolError("precondition_failed", "$.path", "no readable file there")
         return rejected(tk.FailureClass.PRECONDITION, [missing], call.call_id)
     ### END SOLUTION'''
-EX01_STREAM = "    return [execute(i) if isinstance(i, tk.ToolCall) else i.result for i in assembler.finish(stop_reason)]"
+EX01_STREAM = ("    return [execute(i) if isinstance(i, tk.ToolCall) else i.result\n"
+               "            for i in assembler.finish(stop_reason)]")
 EX05_CANONICAL = ('text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), '
                   'ensure_ascii=False)')
 EX05_COMPARE = 'found["fingerprint"] != fingerprint_of(arguments)'
@@ -373,7 +374,8 @@ MISTAKES = [
     ("01_read_file_hands_on", "the stream's stop reason is ignored",
      "for i in assembler.finish(stop_reason)]", 'for i in assembler.finish("tool_calls")]',
      "the JSON looks whole, but no completion signal came"),
-    ("02_send_email_contract", "extra fields allowed", ', "additionalProperties": False}', "}",
+    ("02_send_email_contract", "extra fields allowed",
+     ',\n              "additionalProperties": False}', "}",
      "extra fields must be refused"),
     ("02_send_email_contract", "a message called safe to retry with a key",
      "retry = tk.Retry.UNSAFE", "retry = tk.Retry.SAFE_WITH_KEY", "a retry of send_email sends a second message"),
@@ -476,7 +478,8 @@ MISTAKES = [
      "    return len(hit & calls), len(calls)",
      "    return len(hit), len(calls)", "c has no request row"),
     ("07_violation_rate", "mark rows counted as failures",
-     'hit = {e["call_id"] for e in events if e["kind"] == "transition" and failure_class',
+     'hit = {e["call_id"] for e in events if e["kind"] == "transition"\n'
+     '           and failure_class',
      'hit = {e["call_id"] for e in events if failure_class', "only transitions carry failures"),
     ("07_violation_rate", "the last retries, not the largest", 'max(e["retries"] for e in moves)',
      'moves[-1]["retries"]', "the LARGEST retries among the transitions"),
@@ -510,7 +513,8 @@ MISTAKES = [
      'answers.append(tool_answer(ids.external(item.call_id, "openai"), result))',
      "answers.append(tool_answer(item.call_id, result))", "orphan result"),
     ("09_answering_a_model", "raw arguments re-encoded",
-     "arguments = item.arguments if isinstance(item.arguments, str) else json.dumps(item.arguments)",
+     "arguments = (item.arguments if isinstance(item.arguments, str)\n"
+     "                     else json.dumps(item.arguments))",
      "arguments = json.dumps(item.arguments)", "send the refused call's raw text back unchanged"),
     ("09_answering_a_model", "a refused call handed to the host",
      "result = item.result if isinstance(item, Refusal) else host.execute(item)", "result = host.execute(item)",
@@ -585,7 +589,8 @@ STYLES = [
      "    return f\"write-write {', '.join(ww)}\" if ww else (f\"read-write {', '.join(rw)}\" if rw else \"\")\n"
      "    (ra, wa), (rb, wb) = earlier, later"),
     ("08_conflicts_and_completion", "one test at a time, its own lines",
-     '    return conflict_line("write-write", wa & wb) or conflict_line("read-write", (wa & rb) | (ra & wb))',
+     '    return (conflict_line("write-write", wa & wb)\n'
+     '            or conflict_line("read-write", (wa & rb) | (ra & wb)))',
      "    both_write = wa & wb\n    if both_write:\n        return \"write-write \" + \", \".join(sorted(both_write))\n"
      "    crossed = (wa & rb) | (ra & wb)\n    if crossed:\n        return \"read-write \" + \", \".join(sorted(crossed))\n"
      "    return \"\""),
@@ -628,11 +633,25 @@ def first_failure(nb) -> tuple[str, str] | None:
     return None
 
 
+def said(source: str) -> str:
+    """Every string of ``source`` as Python joins it (a long message is written in pieces)."""
+    import ast
+
+    parts = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.JoinedStr):
+            parts.append("".join(v.value if isinstance(v, ast.Constant) else "{}"
+                                 for v in node.values))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            parts.append(node.value)
+    return "\n".join(parts)
+
+
 def test_every_mistake_row_names_a_check_hint():
     """A row's hint is words its exercise's check cells really say (so a renamed hint cannot pass by accident)."""
     for stem, mistake, _old, _new, hint in MISTAKES:
         nb = nbformat.read(ROOT / "solutions" / f"{stem}.ipynb", as_version=4)
-        checks = " ".join(c.source for c in nb.cells if "check" in c.metadata.get("tags", []))
+        checks = " ".join(said(c.source) for c in nb.cells if "check" in c.metadata.get("tags", []))
         assert hint in checks, f"{stem} ({mistake}): no check cell says {hint!r}"
 
 

@@ -99,18 +99,45 @@ def test_the_launcher_roots_the_course_and_lands_on_the_start_page(monkeypatch):
     from jupyterlab import NeverCheckForUpdate  # noqa: F401  (the class the server is told to use exists)
 
 
-def test_the_course_settings_are_valid_jupyterlab_settings():
-    """lab-settings/overrides.json: each plugin's values validate against the installed JupyterLab's schema."""
-    import jsonschema
+def settings_schema(plugin: str) -> dict:
+    """The schema of a JupyterLab plugin's settings, where JupyterLab reads it: the application's
+    own plugins in its app directory, a prebuilt extension's (such as ipywidgets' manager) in its
+    labextensions folder, ``<extension>/schemas/<package>/<plugin>.json``."""
+    from jupyter_core.paths import jupyter_path
     from jupyterlab.commands import get_app_dir
+
+    package, name = plugin.split(":")
+    places = [Path(get_app_dir()) / "schemas" / package / f"{name}.json"]
+    places += [Path(folder) / package / "schemas" / package / f"{name}.json"
+               for folder in jupyter_path("labextensions")]
+    found = [place for place in places if place.is_file()]
+    assert found, f"{plugin}: no settings schema in {[str(p) for p in places]}"
+    return json.loads(found[0].read_text(encoding="utf-8"))
+
+
+def test_the_course_settings_are_valid_jupyterlab_settings():
+    """lab-settings/overrides.json: each plugin's values validate against the installed schema."""
+    import jsonschema
 
     overrides = json.loads((ROOT / "lab-settings" / "overrides.json").read_text(encoding="utf-8"))
     assert overrides["@jupyterlab/apputils-extension:notification"] == {"fetchNews": "false",
                                                                          "checkForUpdates": False}
     for plugin, values in overrides.items():
-        package, name = plugin.split(":")
-        schema = json.loads((Path(get_app_dir()) / "schemas" / package / f"{name}.json").read_text(encoding="utf-8"))
+        schema = settings_schema(plugin)
         jsonschema.validate(values, schema)
+        assert set(values) <= set(schema["properties"]), f"{plugin}: a setting its schema lacks"
+
+
+def test_the_widget_manager_is_left_to_its_own_default():
+    """ipywidgets' manager can save widget state at every save (``saveState``, in its schema in
+    its labextensions folder); the course leaves it off. With it on, every widget model restored
+    from a notebook's stored state marks the notebook modified (the manager's ``register_model``
+    calls ``setDirty``), so each chapter would open with the unsaved-changes dot that
+    test_the_start_page_is_what_loads forbids. The stored state is scripts/run_notebooks.py's."""
+    schema = settings_schema("@jupyter-widgets/jupyterlab-manager:plugin")
+    assert schema["properties"]["saveState"]["default"] is False
+    overrides = json.loads((ROOT / "lab-settings" / "overrides.json").read_text(encoding="utf-8"))
+    assert "@jupyter-widgets/jupyterlab-manager:plugin" not in overrides
 
 
 def kernel_stderr(tmp_path: Path, **manager) -> str:
