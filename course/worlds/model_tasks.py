@@ -216,11 +216,24 @@ def funnel(runs: Sequence[TaskRun]) -> dict[str, int]:
 
 def funnel_lines(runs: Mapping[str, Sequence[TaskRun]]) -> list[str]:
     """The funnel as a table, one row per labelled set of runs."""
-    wide = max(len(label) for label in runs)
-    out = [" " * wide + "".join(f"{c:>15}" for c in FUNNEL)]
+    wide, cols = max(len(label) for label in runs), [len(c) + 2 for c in FUNNEL]
+    out = [" " * wide + "".join(f"{c:>{w}}" for c, w in zip(FUNNEL, cols))]
     for label, some in runs.items():
-        out.append(f"{label:<{wide}}" + "".join(f"{n:>15}" for n in funnel(some).values()))
+        counts = funnel(some).values()
+        out.append(f"{label:<{wide}}" + "".join(f"{n:>{w}}" for n, w in zip(counts, cols)))
     return out
+
+
+def proposal_lines(runs: Sequence[TaskRun], width: int = 44) -> list[str]:
+    """Each task's first proposal (its first ``width`` characters) and where the host stopped it;
+    then how many the model ended itself, and the tally by layer."""
+    firsts = [run.first for run in runs]
+    out = [f"{run.task.text[:36]:<36} {a.call.arguments[:width]!r:<{width + 6}} "
+           f"{a.result.failure_class.value if a.result.failure_class else 'ran'}"
+           for run, a in zip(runs, firsts)]
+    ended = sum(run.policy.ended[0] for run in runs)
+    return out + [f"ended by the model: {ended} of {len(runs)} | stopped at: "
+                  f"{dict(stopped_at(firsts))}"]
 
 
 def stopped_at(attempts: Sequence[Any]) -> Counter:
@@ -238,5 +251,5 @@ def model_rows(runs: Sequence[TaskRun]) -> list[CallRow]:
 
 __all__ = ["arguments_prompt", "ArgumentsPolicy", "FUNNEL", "funnel", "funnel_lines",
            "MODEL_FILES", "MODEL_MAX_TOKENS", "MODEL_TASKS", "model_rows", "model_workspace",
-           "ModelTask", "packaged_llama", "parses", "run_model_tasks", "schema_grammar",
-           "SECRET_TEXT", "stopped_at", "TaskRun"]
+           "ModelTask", "packaged_llama", "parses", "proposal_lines", "run_model_tasks",
+           "schema_grammar", "SECRET_TEXT", "stopped_at", "TaskRun"]
