@@ -18,6 +18,10 @@ the schema says ``new_text`` is a string, and that is a string. Only the
 runtime, reading the module's real exports, refuses it. Grammar can prevent a
 missing brace; it cannot prove an export.
 
+The same experiment on a real model (llama.cpp's grammar, built from ``read_file``'s own schema,
+masking the packaged SmolLM2) is ``course.worlds.model_tasks``: the shape holds there too, and
+nothing in the shape says whether the path it holds names a file.
+
 The mask understands the schema features ``edit_file`` uses: an object with
 ``properties``, ``required`` (including a staged ``if``/``then`` requirement),
 ``additionalProperties: false``, and per-field value schemas.

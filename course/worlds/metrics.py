@@ -8,7 +8,7 @@ calls, and utility gain per call. ``measure`` reads neutral ``CallRow``s, built 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from toolkit.kernel import LAYER_OF
 
@@ -101,8 +101,9 @@ class MetricsReport:
         out["utility_per_call"] = round(self.utility_per_call, 6)
         return out
 
-    def lines(self) -> list[str]:
-        rows = [("calls", str(self.calls)),
+    def named(self) -> list[tuple[str, str]]:
+        """Each measure's name and its value as shown (a rate with its counts)."""
+        return [("calls", str(self.calls)),
                 ("schema violation rate", str(self.schema_violations)),
                 ("precondition violation rate", str(self.precondition_violations)),
                 ("postcondition success", str(self.postcondition_success)),
@@ -111,7 +112,29 @@ class MetricsReport:
                 ("progress after a failed call", str(self.progress_after_failure)),
                 ("retries granted", str(self.retries)),
                 ("utility gain per call", f"{self.utility_per_call:.3f}")]
-        return [f"{name:<30} {value}" for name, value in rows]
+
+    def lines(self) -> list[str]:
+        return [f"{name:<30} {value}" for name, value in self.named()]
+
+
+def side_by_side(reports: Mapping[str, MetricsReport]) -> list[str]:
+    """Several logs' measures as one table: a column per labelled report."""
+    wide = max([len(label) for label in reports] + [20])
+    columns = [report.named() for report in reports.values()]
+    out = [f"{'':<30}" + "".join(f" {label:>{wide}}" for label in reports)]
+    for i, (name, _) in enumerate(columns[0]):
+        out.append(f"{name:<30}" + "".join(f" {column[i][1]:>{wide}}" for column in columns))
+    return out
+
+
+def refusals_by_layer(rows: Sequence[CallRow]) -> dict[str, int]:
+    """How many calls each layer refused: each refused call once, under the first layer that did."""
+    counts = {layer.failure_class.value: 0 for layer in LAYER_OF.values()}
+    for row in rows:
+        first = next((klass for klass in row.failures if klass in counts), None)
+        if first is not None:
+            counts[first] += 1
+    return counts
 
 
 def rows_from_audit(log: Any) -> list[CallRow]:
