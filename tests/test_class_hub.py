@@ -11,10 +11,22 @@ its own port without one is refused; an invoice one student tags as another's is
 student lists only their own invoices and the admin token all. A SIGKILLed service must be reaped
 and answer again. Then every server, the hub and the service stop, and no process they started is
 left. The cycle time and each student's memory (server + kernel RSS) are printed (pytest -s).
+Those five run in the shared mode (every server as the user who started the hub).
+
+Students apart (as root): the same cycle with two throwaway students, one Unix user each, the
+course laid out where every user can run it (tests/hub_students.py). Each server and kernel runs
+as its student; the first student, in their own kernel, tries to read the other's note (in a home
+of mode 0700), the hub's state (database, cookie secret, proxy token, billing books), the
+environments of the hub, the proxy, the service and the other's processes: every try is a
+PermissionError. With their own token the hub's API, the other's server (through the proxy and
+on its own port) and the proxy's API answer 403. The admin token is on no command line and in no
+environment or file the student can read (sought by its SHA-256). An invoice they tag as the
+other's is theirs, they list only their own, and the dashboard shows both. Neither root nor a
+name adduser refuses can log in. Afterwards the students, their homes and their files are gone.
 
 The short tests first: the experiment off the hub (a local service, the same lines every run),
 the service under the hub's prefix with student tags, the tally, the dashboard's watch, and the
-configuration's own checks.
+configuration's own checks (both modes, the student's folder copied once).
 """
 from __future__ import annotations
 
@@ -776,6 +788,9 @@ attempt("write billing.db", lambda: open(os.path.join(GIVEN["state"], "billing.d
 for name, pid in GIVEN["pids"].items():
     attempt(f"read the environment of the {name}", read(f"/proc/{pid}/environ"))
 attempt("read my own environment", read("/proc/self/environ"))
+left = os.path.join("/tmp", f"left-by-{os.environ['JUPYTERHUB_USER']}")
+with open(left, "w") as file:                  # outside the home: for the clean-up to find
+    file.write("left behind")
 
 def http(url, token, method):
     headers = {"Authorization": f"token {os.environ['JUPYTERHUB_API_TOKEN']}"} if token else {}
@@ -830,7 +845,8 @@ mine = BillingClient(url=billing).invoices()
 print("ATTEMPTS " + json.dumps({"tried": tried, "answers": answers, "found": found,
                                 "looked": looked, "tagged": tagged["student"],
                                 "listed": sorted({i["student"] for i in mine}),
-                                "listed_count": len(mine), "uid": os.getuid()}))
+                                "listed_count": len(mine), "uid": os.getuid(), "left": left,
+                                "left_mode": os.stat(left).st_mode & 0o777}))
 """
 
 
@@ -924,6 +940,8 @@ def test_two_students_apart_cannot_reach_each_other_the_hub_or_its_tokens(tmp_pa
         accounts = {s: pwd.getpwnam(s) for s in students}
         assert all(s in grp.getgrnam(throwaway.group).gr_mem for s in students)
     assert not throwaway.accounts() and not any(Path(a.pw_dir).exists() for a in accounts.values())
+    assert found["left_mode"] == 0o600 and not Path(found["left"]).exists(), \
+        "what a student writes in /tmp is theirs alone, and it goes with them"
     for student in students:                       # each server and kernel ran as the student
         assert cycle.uids[student] == {accounts[student].pw_uid}, cycle.uids
     assert found["uid"] == accounts[first].pw_uid
