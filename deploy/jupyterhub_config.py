@@ -172,11 +172,16 @@ if APART:
         """The class password; each student a Unix user the hub made, in the students' group."""
 
         def is_student(self, name):
-            """True for a name that is no user of this machine yet, or in the students' group."""
+            """True for a name that is no user or group of this machine yet (the hub makes
+            both), or a user in the students' group."""
             try:
                 account = pwd.getpwnam(name)
             except KeyError:
-                return True
+                try:
+                    grp.getgrnam(name)          # sudo, adm, staff...: never a student's own group
+                except KeyError:
+                    return True
+                return False
             try:
                 group = grp.getgrnam(student_group)
             except KeyError:

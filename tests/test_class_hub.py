@@ -257,6 +257,8 @@ def test_students_apart_is_the_default_for_a_hub_run_as_root(tmp_path, monkeypat
     checker = students(user_password="long enough", allow_all=True)
     assert not checker.is_student("root") and not checker.is_student("daemon"), \
         "a user of this machine outside the students' group is no student"
+    assert not checker.is_student("sudo") and not checker.is_student("users"), \
+        "nor is the name of a group: each student gets a group of their own name"
     assert checker.is_student("new-" + uuid.uuid4().hex[:8]), "a new name: the hub makes the user"
     assert not checker.check_blocked_users("root")
     assert checker.check_blocked_users("new-" + uuid.uuid4().hex[:6])
