@@ -603,9 +603,9 @@ def killed_service_comes_back(hub: Hub, billing: str) -> None:
     admin = BillingClient(url=billing, token=ADMIN_TOKEN, timeout=10)
 
     def answers_again() -> bool:
+        children = supervisor.children()       # read once: the supervisor may reap between two reads
         try:
-            return bool(supervisor.children()) and supervisor.children()[0].pid != service.pid and \
-                bool(admin.invoices())
+            return bool(children) and children[0].pid != service.pid and bool(admin.invoices())
         except ToolFailure:
             return False
     wait_for("the billing service again after SIGKILL", answers_again, 90, hub)
