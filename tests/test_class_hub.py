@@ -603,7 +603,7 @@ def killed_service_comes_back(hub: Hub, billing: str) -> None:
     admin = BillingClient(url=billing, token=ADMIN_TOKEN, timeout=10)
 
     def answers_again() -> bool:
-        children = supervisor.children()       # read once: the supervisor may reap between two reads
+        children = supervisor.children()     # read once: the supervisor may reap between reads
         try:
             return bool(children) and children[0].pid != service.pid and bool(admin.invoices())
         except ToolFailure:
