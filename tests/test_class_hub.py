@@ -11,17 +11,34 @@ its own port without one is refused; an invoice one student tags as another's is
 student lists only their own invoices and the admin token all. A SIGKILLed service must be reaped
 and answer again. Then every server, the hub and the service stop, and no process they started is
 left. The cycle time and each student's memory (server + kernel RSS) are printed (pytest -s).
+Those five run in the shared mode (every server as the user who started the hub).
+
+Students apart (as root): the same cycle with two throwaway students, one Unix user each, the
+course laid out where every user can run it (tests/hub_students.py). Each server and kernel runs
+as its student; the first student, in their own kernel, tries to read the other's note (in a home
+of mode 0700), the hub's state (database, cookie secret, proxy token, billing books), the
+environments of the hub, the proxy, the service and the other's processes: every try is a
+PermissionError. With their own token the hub's API, the other's server (through the proxy and
+on its own port) and the proxy's API answer 403. The admin token is on no command line and in no
+environment or file the student can read (sought by its SHA-256). An invoice they tag as the
+other's is theirs, they list only their own, and the dashboard shows both. Neither root nor a
+name adduser refuses can log in. Afterwards the students, their homes and their files are gone.
 
 The short tests first: the experiment off the hub (a local service, the same lines every run),
 the service under the hub's prefix with student tags, the tally, the dashboard's watch, and the
-configuration's own checks.
+configuration's own checks (both modes, the student's folder copied once).
 """
 from __future__ import annotations
 
+import grp
+import hashlib
 import json
 import os
+import pwd
+import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -31,13 +48,14 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import nbformat
 import psutil
 import pytest
 import requests
 import websocket
+from hub_students import Throwaway, course_for_everyone, hub_may_isolate, throwaway_students
 from nbclient import NotebookClient
 from processes import live_children
 
@@ -160,6 +178,11 @@ def test_the_dashboard_watch_refreshes_and_stops(tmp_path):
 
 
 def load_config(env: dict[str, str], monkeypatch) -> Any:
+    return config_and_names(env, monkeypatch)[0]
+
+
+def config_and_names(env: dict[str, str], monkeypatch) -> tuple[Any, dict[str, Any]]:
+    """The hub's configuration read with ``env`` as the only COURSE_ settings, and its names."""
     import runpy
     from traitlets.config import Config
     for name in [k for k in os.environ if k.startswith("COURSE_")]:
@@ -167,8 +190,8 @@ def load_config(env: dict[str, str], monkeypatch) -> Any:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     config = Config()
-    runpy.run_path(str(CONFIG), init_globals={"get_config": lambda: config})
-    return config
+    names = runpy.run_path(str(CONFIG), init_globals={"get_config": lambda: config})
+    return config, names
 
 
 def test_the_hub_config_refuses_to_start_without_a_password_and_reads_its_settings(tmp_path, monkeypatch):
@@ -180,10 +203,20 @@ def test_the_hub_config_refuses_to_start_without_a_password_and_reads_its_settin
                      "COURSE_HUB_STATE_DIR": str(tmp_path)}, monkeypatch)
     assert "COURSE_HUB_PORT" in str(refused.value.code)
     c = load_config({"COURSE_CLASS_PASSWORD": "long enough", "COURSE_ADMIN_TOKEN": "t" * 32,
-                     "COURSE_HUB_PORT": "8123", "COURSE_HUB_STATE_DIR": str(tmp_path)}, monkeypatch)
+                     "COURSE_HUB_PORT": "8123", "COURSE_HUB_STATE_DIR": str(tmp_path),
+                     "COURSE_HUB_ISOLATION": "shared"}, monkeypatch)
+    assert "COURSE_ADMIN_TOKEN" not in os.environ and "COURSE_CLASS_PASSWORD" not in os.environ, \
+        "read, then gone from the hub's environment: the proxy and the services do not inherit them"
     assert c.JupyterHub.bind_url == "http://127.0.0.1:8123"
     assert c.Spawner.environment == {"COURSE_BILLING_URL": "http://127.0.0.1:8123/services/billing/"}
+    assert (c.JupyterHub.authenticator_class, c.JupyterHub.spawner_class) == \
+        ("shared-password", "simple")
     assert ("--allow-root" in c.Spawner.args) == (os.geteuid() == 0)
+    assert "--KernelManager.transport_encryption=auto" in c.Spawner.args, "kernels get keys"
+    assert c.Spawner.cmd == [sys.executable, "-m", "jupyterhub.singleuser"]
+    assert stat.S_IMODE(os.stat(tmp_path).st_mode) == 0o700
+    assert {stat.S_IMODE(os.stat(tmp_path / n).st_mode)
+            for n in ("jupyterhub.sqlite", "billing.db", "proxy_auth_token")} == {0o600}
     billing, admin = c.JupyterHub.services
     assert billing["name"] == "billing"
     assert billing["command"][:3] == [sys.executable, "-m", "course.worlds.billing_http"]
@@ -194,8 +227,71 @@ def test_the_hub_config_refuses_to_start_without_a_password_and_reads_its_settin
         {"name": "admin", "services": ["course-admin"]}]
     assert "access:services!service=billing" in c.Spawner.server_token_scopes, \
         "a kernel's token reaches billing"
-    assert Path(c.Spawner.cmd[0]).parent == Path(sys.executable).parent
     assert c.ConfigurableHTTPProxy.auth_token == (tmp_path / "proxy_auth_token").read_text()
+    words = [*c.Spawner.cmd, *c.Spawner.args, *billing["command"], *c.ConfigurableHTTPProxy.command]
+    secret = ("t" * 32, "long enough", c.ConfigurableHTTPProxy.auth_token)
+    assert not [w for w in words if any(s in w for s in secret)], \
+        "no secret on a command line: every user of the machine may read those"
+
+
+def test_students_apart_is_the_default_for_a_hub_run_as_root(tmp_path, monkeypatch):
+    settings = {"COURSE_CLASS_PASSWORD": "long enough", "COURSE_HUB_STATE_DIR": str(tmp_path)}
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert load_config(settings, monkeypatch).JupyterHub.spawner_class == "simple", "not root"
+    for isolation, says in (("users", "needs a hub run as root"), ("none", "'users' or 'shared'")):
+        with pytest.raises(SystemExit) as refused:
+            load_config({**settings, "COURSE_HUB_ISOLATION": isolation}, monkeypatch)
+        assert says in str(refused.value.code)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    c, names = config_and_names(settings, monkeypatch)
+    from jupyterhub.auth import LocalAuthenticator
+    students = c.JupyterHub.authenticator_class
+    assert issubclass(students, LocalAuthenticator) and c.LocalAuthenticator.create_system_users
+    assert c.JupyterHub.spawner_class == "jupyterhub.spawner.LocalProcessSpawner"
+    assert "--allow-root" not in c.Spawner.args
+    assert c.LocalProcessSpawner.popen_kwargs == {"umask": 0o077}
+    assert c.Authenticator.username_pattern == names["STUDENT_NAME"]
+    import re
+    assert [n for n in ("ada", "zoe-h", "b_2", "Ada", "zoe.h", "2ada", "a" * 33)
+            if re.match(names["STUDENT_NAME"], n)] == ["ada", "zoe-h", "b_2"]
+    checker = students(user_password="long enough", allow_all=True)
+    assert not checker.is_student("root") and not checker.is_student("daemon"), \
+        "a user of this machine outside the students' group is no student"
+    assert not checker.is_student("sudo") and not checker.is_student("users"), \
+        "nor is the name of a group: each student gets a group of their own name"
+    assert checker.is_student("new-" + uuid.uuid4().hex[:8]), "a new name: the hub makes the user"
+    assert not checker.check_blocked_users("root")
+    assert checker.check_blocked_users("new-" + uuid.uuid4().hex[:6])
+    closed_to_others = names["closed_to_others"]
+    assert closed_to_others("/usr/bin/env") is None
+    assert closed_to_others(tmp_path / "x") is not None, "pytest's folders are its user's alone"
+    from hub_students import open_folder
+    folder = Path(tempfile.mkdtemp(dir=open_folder()))
+    try:
+        (folder / "f").write_text("x")
+        assert closed_to_others(folder / "f") == folder            # mkdtemp makes it 0700
+        os.chmod(folder, 0o755)
+        assert closed_to_others(folder / "f") is None
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_a_students_folder_starts_as_a_copy_of_the_course_and_keeps_changes(tmp_path, monkeypatch):
+    import asyncio
+    from types import SimpleNamespace
+    c = load_config({"COURSE_CLASS_PASSWORD": "long enough", "COURSE_HUB_STATE_DIR": str(tmp_path),
+                     "COURSE_HUB_ISOLATION": "shared"}, monkeypatch)
+    spawner = SimpleNamespace(user=SimpleNamespace(name="ada"))
+    asyncio.run(c.Spawner.pre_spawn_hook(spawner))
+    folder = tmp_path / "students" / "ada"
+    assert sorted(p.name for p in folder.iterdir()) == ["exercises", "notebooks", "pyproject.toml"]
+    assert (folder / "notebooks" / "00_start_here.ipynb").read_bytes() == \
+        (ROOT / "notebooks" / "00_start_here.ipynb").read_bytes()
+    (folder / "notebooks" / "00_start_here.ipynb").write_text("mine")
+    (folder / "exercises").rename(folder / "moved")
+    asyncio.run(c.Spawner.pre_spawn_hook(spawner))
+    assert (folder / "notebooks" / "00_start_here.ipynb").read_text() == "mine", "never overwritten"
+    assert (folder / "exercises").is_dir(), "what is missing comes back"
 
 
 # ------------------------------------------------------------------ the class on a hub
@@ -206,7 +302,41 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def hub_env(base: Path) -> dict[str, str]:
+@dataclass(frozen=True)
+class HubSetup:
+    """How a test starts the class hub: the Python that runs it, its configuration, the settings it
+    adds to the environment; ``apart``: one Unix user per student."""
+
+    python: str = sys.executable
+    config: Path = CONFIG
+    env: dict[str, str] = field(default_factory=lambda: {"COURSE_HUB_ISOLATION": "shared"})
+    apart: bool = False
+
+    def folder(self, base: Path, student: str) -> Path:
+        """Where the student's server opens: their home (apart), or their folder in the state."""
+        if self.apart:
+            return Path(pwd.getpwnam(student).pw_dir)
+        return base / "state" / "students" / student
+
+    def state(self, base: Path) -> Path:
+        return Path(self.env.get("COURSE_HUB_STATE_DIR", base / "state"))
+
+
+#: Every student runs as the user who started the hub (the laptop demo).
+SHARED = HubSetup()
+
+
+@contextmanager
+def students_apart() -> Iterator[tuple[HubSetup, Throwaway]]:
+    """One Unix user per student: the course laid out for every user, and throwaway students (and
+    their group) who are gone afterwards, however the block ends."""
+    with throwaway_students() as throwaway, course_for_everyone() as everyone:
+        env = {"COURSE_HUB_ISOLATION": "users", "COURSE_STUDENT_GROUP": throwaway.group,
+               "COURSE_HUB_STATE_DIR": str(everyone.state), **everyone.env}
+        yield HubSetup(str(everyone.python), everyone.config, env, apart=True), throwaway
+
+
+def hub_env(base: Path, setup: HubSetup = SHARED) -> dict[str, str]:
     """This process's environment without Jupyter's or the course's settings, then the class's own."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "COURSE_", "IPYTHON", "MPL"))}
     folders = {"JUPYTER_CONFIG_DIR": "jupyter-config", "JUPYTER_DATA_DIR": "jupyter-data",
@@ -219,15 +349,18 @@ def hub_env(base: Path) -> dict[str, str]:
                 "COURSE_HUB_STATE_DIR": str(base / "state"), "COURSE_HUB_PORT": str(free_port()),
                 "COURSE_HUB_API_PORT": str(free_port()), "COURSE_PROXY_API_PORT": str(free_port()),
                 "COURSE_BILLING_PORT": str(free_port())})
+    env.update(setup.env)
     return env
 
 
 class Hub:
     """A running hub: its process, its public URL, and every process seen under it."""
 
-    def __init__(self, process: subprocess.Popen, port: int, log: Path, billing_port: int):
-        self.process, self.url, self.log = process, f"http://127.0.0.1:{port}", log
-        self.billing_port = billing_port     # the service's own port, behind the proxy
+    def __init__(self, process: subprocess.Popen, env: dict[str, str], log: Path):
+        self.process, self.log = process, log
+        self.url = f"http://127.0.0.1:{env['COURSE_HUB_PORT']}"
+        self.billing_port = int(env["COURSE_BILLING_PORT"])   # its own port, behind the proxy
+        self.proxy_api = f"http://127.0.0.1:{env['COURSE_PROXY_API_PORT']}"
         self.api = requests.Session()
         self.api.headers["Authorization"] = f"token {ADMIN_TOKEN}"
         self.seen: set[int] = {process.pid}
@@ -269,14 +402,15 @@ def _alive(pid: int) -> bool:
 
 
 @contextmanager
-def running_hub(base: Path) -> Iterator[Hub]:
+def running_hub(base: Path, setup: HubSetup = SHARED) -> Iterator[Hub]:
     """Start the hub in its own process group; on leaving, however the block ends, nothing it started is left."""
-    env = hub_env(base)
+    env = hub_env(base, setup)
     log = base / "hub.log"
     with open(log, "wb") as out:
-        process = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(CONFIG)], cwd=base, env=env,
-                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    hub = Hub(process, int(env["COURSE_HUB_PORT"]), log, int(env["COURSE_BILLING_PORT"]))
+        process = subprocess.Popen([setup.python, "-m", "jupyterhub", "-f", str(setup.config)],
+                                   cwd=base, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    hub = Hub(process, env, log)
     try:
         wait_for("the hub's API through the proxy",
                  lambda: hub.call("GET", "/").status_code == 200, 60, hub)
@@ -386,26 +520,37 @@ def log_in(hub: Hub, name: str, password: str) -> tuple[requests.Session, int]:
     return browser, answer.status_code
 
 
-def student_memory(hub: Hub, student: str) -> tuple[int, int]:
-    """RSS of the student's single-user server, and of everything under it (the kernel), in bytes."""
+def student_processes(hub: Hub, student: str) -> tuple[psutil.Process, list[psutil.Process]]:
+    """The student's single-user server and everything under it (its kernels)."""
     pid = hub.call("GET", f"/users/{student}").json()["servers"][""]["state"]["pid"]
     server = psutil.Process(pid)
     under = server.children(recursive=True)
     assert under, f"{student}'s kernel is not under its server"
+    return server, under
+
+
+def student_memory(hub: Hub, student: str) -> tuple[int, int]:
+    """RSS of the student's single-user server, and of everything under it (the kernel), in bytes."""
+    server, under = student_processes(hub, student)
     return server.memory_info().rss, sum(p.memory_info().rss for p in under)
+
+
+def shared_processes(hub: Hub) -> dict[str, list[psutil.Process]]:
+    """The hub, the proxy and the billing service (under its supervisor: both), by name."""
+    hub_process = psutil.Process(hub.process.pid)
+    found = {"hub": [hub_process]}
+    for child in hub_process.children():
+        line = " ".join(child.cmdline())
+        for name, marker in (("proxy", "configurable-http-proxy"), ("billing", "course.worlds.billing_http")):
+            if marker in line:
+                found[name] = [child, *child.children(recursive=True)]
+    return found
 
 
 def shared_memory(hub: Hub) -> dict[str, int]:
     """RSS of the hub, the proxy and the billing service (the hub's children that are no student's server)."""
-    hub_process = psutil.Process(hub.process.pid)
-    found = {"hub": hub_process.memory_info().rss}
-    for child in hub_process.children():
-        line = " ".join(child.cmdline())
-        for name, marker in (("proxy", "configurable-http-proxy"), ("billing", "course.worlds.billing_http")):
-            if marker in line:      # the billing service runs under its supervisor: both count
-                tree = [child, *child.children(recursive=True)]
-                found[name] = sum(p.memory_info().rss for p in tree)
-    return found
+    return {name: sum(p.memory_info().rss for p in tree)
+            for name, tree in shared_processes(hub).items()}
 
 
 def run_dashboard(url: str, base: Path) -> str:
@@ -458,9 +603,9 @@ def killed_service_comes_back(hub: Hub, billing: str) -> None:
     admin = BillingClient(url=billing, token=ADMIN_TOKEN, timeout=10)
 
     def answers_again() -> bool:
+        children = supervisor.children()     # read once: the supervisor may reap between reads
         try:
-            return bool(supervisor.children()) and supervisor.children()[0].pid != service.pid and \
-                bool(admin.invoices())
+            return bool(children) and children[0].pid != service.pid and bool(admin.invoices())
         except ToolFailure:
             return False
     wait_for("the billing service again after SIGKILL", answers_again, 90, hub)
@@ -480,6 +625,8 @@ class ClassCycle:
     counts: Any = None
     shown: str = ""
     seen: set[int] = field(default_factory=set)
+    uids: dict[str, set[int]] = field(default_factory=dict)    # who each student's processes run as
+    log: str = ""
 
     def report(self) -> list[str]:
         n = len(self.memory)
@@ -490,15 +637,21 @@ class ClassCycle:
                 "shared: " + ", ".join(f"{name} {rss / MIB:.0f} MiB" for name, rss in self.shared.items())]
 
 
-def class_cycle(base: Path, students: dict[str, bool], ready_within: float = 180) -> ClassCycle:
-    """Hub up, students made and started at once, the experiment in every kernel, the dashboard, everything stopped."""
+def class_cycle(base: Path, students: dict[str, bool], ready_within: float = 180,
+                setup: HubSetup = SHARED,
+                students_side: Callable[[Hub, dict[str, str]], None] | None = None) -> ClassCycle:
+    """Hub up, students made and started at once, the experiment in every kernel, the dashboard, everything stopped.
+
+    ``students_side(hub, tokens)`` runs after the experiments, before the counts are read.
+    """
     cycle = ClassCycle()
     figures = cycle.figures
     started = time.monotonic()
-    with running_hub(base) as hub:
+    with running_hub(base, setup) as hub:
         figures["hub up"] = time.monotonic() - started
         made = hub.call("POST", "/users", json={"usernames": list(students)})
         assert made.status_code == 201, made.text
+        figures["students made"] = time.monotonic() - started - figures["hub up"]
         spawn = time.monotonic()
         first, *others = students
         browser, status = log_in(hub, first, PASSWORD)     # a student's own way in: the login page starts the server
@@ -518,7 +671,7 @@ def class_cycle(base: Path, students: dict[str, bool], ready_within: float = 180
                   for s in students}
         page = browser.get(f"{hub.url}/user/{first}/", timeout=30)      # the server opens on the start page
         assert page.status_code == 200 and page.url.endswith(f"/user/{first}/lab/tree/notebooks/00_start_here.ipynb")
-        assert (base / "state" / "students" / first / "notebooks" / "00_start_here.ipynb").is_file()
+        assert (setup.folder(base, first) / "notebooks" / "00_start_here.ipynb").is_file()
 
         experiments = time.monotonic()
         failures: list[BaseException] = []
@@ -539,7 +692,11 @@ def class_cycle(base: Path, students: dict[str, bool], ready_within: float = 180
         figures["experiments"] = time.monotonic() - experiments
         hub.note_processes()
         cycle.memory = {s: student_memory(hub, s) for s in students}
+        cycle.uids = {s: {p.uids().real for server, under in [student_processes(hub, s)]
+                          for p in (server, *under)} for s in students}
         cycle.shared = shared_memory(hub)
+        if students_side is not None:
+            students_side(hub, tokens)
 
         cycle.billing = f"{hub.url}/services/billing/"
         cycle.counts = tally(BillingClient(url=cycle.billing, token=ADMIN_TOKEN).invoices())
@@ -559,7 +716,7 @@ def class_cycle(base: Path, students: dict[str, bool], ready_within: float = 180
         hub.process.send_signal(signal.SIGTERM)
         assert hub.process.wait(30) == 0, hub.log_tail()
         figures["stopping"] = time.monotonic() - stopping
-    cycle.seen = hub.seen
+    cycle.seen, cycle.log = hub.seen, hub.log.read_text(errors="replace")
     left = [pid for pid in sorted(hub.seen) if _alive(pid)]
     assert not left, [psutil.Process(p).cmdline() for p in left if _alive(p)]
     figures["whole cycle"] = time.monotonic() - started
@@ -582,4 +739,233 @@ def test_a_class_of_five_counts_its_duplicates_on_one_shared_service(tmp_path):
     assert cycle.shown.strip() == cycle.counts.text().strip(), cycle.shown
     assert "in all: 8 invoices, 3 duplicates" in cycle.shown
     assert len(cycle.seen) >= 1 + 1 + 1 + 2 * len(STUDENTS), cycle.seen   # hub, proxy, billing, servers, kernels
+    assert all(uids == {os.getuid()} for uids in cycle.uids.values()), "all as the hub's user"
+    assert EAVESDROPPING not in cycle.log, "every kernel got keys from its server"
+    print("\n" + "\n".join(cycle.report()))
+
+
+# ------------------------------------------------------------------ students apart
+
+#: What ipykernel prints when its sockets have no keys from the server that started it.
+EAVESDROPPING = "susceptible to eavesdropping"
+#: The hub's state: its database, cookie secret and proxy token, and the billing books.
+STATE_FILES = ("jupyterhub.sqlite", "jupyterhub_cookie_secret", "proxy_auth_token", "billing.db")
+NOTE = "the other student's note"
+
+#: Run in a student's kernel (as that student): a note anyone could read, in a home only they open.
+LEAVE_A_NOTE = f"""
+import os
+path = os.path.join(os.path.expanduser("~"), "note.txt")
+with open(path, "w") as note:
+    note.write({NOTE!r})
+os.chmod(path, 0o644)
+print("NOTE " + path)
+"""
+
+#: Run in a student's kernel (as that student), after ``GIVEN = json.loads(...)``: every attempt
+#: on what is not theirs, and what it met; where the admin token could be (every command line and
+#: environment they may read, the files they may read), compared by its SHA-256 only; billing.
+STUDENT_ATTEMPTS = r"""
+import hashlib, json, os, re, urllib.error, urllib.request
+from course.worlds import BillingClient
+
+tried = {}
+
+def attempt(name, action):
+    try:
+        action()
+        tried[name] = "allowed"
+    except OSError as refused:                     # PermissionError is one
+        tried[name] = type(refused).__name__
+
+def read(path):
+    return lambda: open(path, "rb").read(1)
+
+attempt("read the other student's note", read(GIVEN["note"]))
+attempt("list the other student's home", lambda: os.listdir(GIVEN["other_home"]))
+attempt("list the hub's state", lambda: os.listdir(GIVEN["state"]))
+for name in GIVEN["state_files"]:
+    attempt(f"read {name}", read(os.path.join(GIVEN["state"], name)))
+attempt("write billing.db", lambda: open(os.path.join(GIVEN["state"], "billing.db"), "r+b"))
+for name, pid in GIVEN["pids"].items():
+    attempt(f"read the environment of the {name}", read(f"/proc/{pid}/environ"))
+attempt("read my own environment", read("/proc/self/environ"))
+left = os.path.join("/tmp", f"left-by-{os.environ['JUPYTERHUB_USER']}")
+with open(left, "w") as file:                  # outside the home: for the clean-up to find
+    file.write("left behind")
+
+def http(url, token, method):
+    headers = {"Authorization": f"token {os.environ['JUPYTERHUB_API_TOKEN']}"} if token else {}
+    request = urllib.request.Request(url, method=method, headers=headers,
+                                     data=b"{}" if method == "POST" else None)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return answer.status
+    except urllib.error.HTTPError as refused:
+        return refused.code
+
+answers = {name: http(*call) for name, call in GIVEN["calls"].items()}
+
+def holds_admin_token(data):
+    for run in re.findall(rb"[0-9a-f]{%d,}" % GIVEN["token_length"], data):
+        for i in range(len(run) - GIVEN["token_length"] + 1):
+            window = run[i:i + GIVEN["token_length"]]
+            if hashlib.sha256(window).hexdigest() == GIVEN["admin_sha256"]:
+                return True
+    return False
+
+found, looked = [], {"command lines": 0, "environments": 0, "environments refused": 0, "files": 0}
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    for part, counted in (("cmdline", "command lines"), ("environ", "environments")):
+        try:
+            data = open(f"/proc/{pid}/{part}", "rb").read()
+        except PermissionError:
+            looked["environments refused"] += 1
+            continue
+        except OSError:
+            continue                               # it ended while we looked
+        looked[counted] += 1
+        if holds_admin_token(data):
+            found.append(f"/proc/{pid}/{part}")
+for top in GIVEN["folders"]:
+    for folder, _, files in os.walk(top):
+        for name in files[:5000]:
+            path = os.path.join(folder, name)
+            try:
+                with open(path, "rb") as file:
+                    data = file.read(1 << 20)
+            except OSError:
+                continue
+            looked["files"] += 1
+            if holds_admin_token(data):
+                found.append(path)
+
+billing = os.environ["COURSE_BILLING_URL"]
+tagged = BillingClient(url=billing, student=GIVEN["other"]).create_invoice(
+    {"order_id": "order-950", "amount": 50.0, "currency": "EUR", "idempotency_key": "order-950:v1"})
+mine = BillingClient(url=billing).invoices()
+print("ATTEMPTS " + json.dumps({"tried": tried, "answers": answers, "found": found,
+                                "looked": looked, "tagged": tagged["student"],
+                                "listed": sorted({i["student"] for i in mine}),
+                                "listed_count": len(mine), "uid": os.getuid(), "left": left,
+                                "left_mode": os.stat(left).st_mode & 0o777}))
+"""
+
+
+def proxy_target(hub: Hub, state: Path, student: str) -> str:
+    """The student's own server's address, from the proxy's routes (as root, with its token)."""
+    token = (state / "proxy_auth_token").read_text().strip()
+    routes = requests.get(f"{hub.proxy_api}/api/routes", timeout=30,
+                          headers={"Authorization": f"token {token}"}).json()
+    (target,) = [r["target"] for path, r in routes.items()
+                 if path.rstrip("/").endswith(f"/user/{student}")]
+    return target
+
+
+def secrets_nowhere_in_sight(hub: Hub, state: Path) -> None:
+    """As root: no process the hub started has a secret on its command line (every user may read
+    those), and neither the proxy nor the billing service inherited the admin token or the
+    password."""
+    kept = {name: (state / name).read_text().strip()
+            for name in ("jupyterhub_cookie_secret", "proxy_auth_token")}
+    secrets = {"admin token": ADMIN_TOKEN, "class password": PASSWORD, **kept}
+    hub.note_processes()
+    lines = {pid: " ".join(psutil.Process(pid).cmdline()) for pid in hub.seen if _alive(pid)}
+    assert len(lines) >= 5, lines
+    shown = [(name, pid) for pid, line in lines.items()
+             for name, secret in secrets.items() if secret in line]
+    assert not shown, shown
+    for name, tree in shared_processes(hub).items():
+        if name == "hub":
+            continue                           # its own environment, readable by root alone
+        for process in tree:
+            env = Path(f"/proc/{process.pid}/environ").read_bytes()
+            assert ADMIN_TOKEN.encode() not in env and PASSWORD.encode() not in env, name
+
+
+def students_cannot_reach_each_other(hub: Hub, setup: HubSetup, base: Path, tokens: dict[str, str],
+                                     found: dict[str, Any]) -> None:
+    """The first student, in their own kernel, tries what is not theirs; every try is refused."""
+    first, second = list(tokens)[:2]
+    state = setup.state(base)
+    assert (stat.S_IMODE(os.stat(state).st_mode), os.stat(state).st_uid) == (0o700, 0)
+    for name in STATE_FILES:
+        held = os.stat(state / name)
+        assert (stat.S_IMODE(held.st_mode), held.st_uid) == (0o600, 0), name
+    for student in (first, second):
+        home, account = os.stat(setup.folder(base, student)), pwd.getpwnam(student)
+        assert (stat.S_IMODE(home.st_mode), home.st_uid) == (0o700, account.pw_uid), student
+    note = run_in_kernel(hub, second, tokens[second], LEAVE_A_NOTE).split("NOTE ", 1)[1].strip()
+    assert Path(note).read_text() == NOTE and stat.S_IMODE(os.stat(note).st_mode) == 0o644
+    server, kernels = student_processes(hub, second)
+    services = shared_processes(hub)
+    pids = {"hub": hub.process.pid, "proxy": services["proxy"][0].pid,
+            "billing service": services["billing"][-1].pid,
+            "other student's server": server.pid, "other student's kernel": kernels[0].pid}
+    direct = proxy_target(hub, state, second)
+    calls = {"the hub's list of users": (f"{hub.url}/hub/api/users", True, "GET"),
+             "a token for the other student": (f"{hub.url}/hub/api/users/{second}/tokens", True,
+                                               "POST"),
+             "the other student's server": (f"{hub.url}/user/{second}/api/status", True, "GET"),
+             "the other student's server, on its own port": (f"{direct}/user/{second}/api/status",
+                                                              True, "GET"),
+             "the proxy's routes": (f"{hub.proxy_api}/api/routes", False, "GET"),
+             "the proxy's routes, with my token": (f"{hub.proxy_api}/api/routes", True, "GET"),
+             "my own server": (f"{hub.url}/user/{first}/api/status", True, "GET")}
+    given = {"note": note, "other_home": str(setup.folder(base, second)), "state": str(state),
+             "state_files": STATE_FILES, "pids": pids, "calls": calls, "other": second,
+             "token_length": len(ADMIN_TOKEN),
+             "admin_sha256": hashlib.sha256(ADMIN_TOKEN.encode()).hexdigest(),
+             "folders": [str(setup.config.parent.parent), str(setup.folder(base, first)),
+                         "/dev/shm", "/tmp"]}
+    code = f"import json\nGIVEN = json.loads({json.dumps(given)!r})\n" + STUDENT_ATTEMPTS
+    said = run_in_kernel(hub, first, tokens[first], code)
+    found.update(json.loads(said.split("ATTEMPTS ", 1)[1]))
+    secrets_nowhere_in_sight(hub, state)
+    assert log_in(hub, "root", PASSWORD)[1] == 403, "a user of this machine is no student"
+    assert log_in(hub, "Zoe.H", PASSWORD)[1] == 403, "not a name adduser takes"
+    made = hub.call("POST", "/users", json={"usernames": ["daemon"]})
+    assert made.status_code == 400, made.text
+    assert hub.call("GET", "/users/daemon").status_code == 404
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(hub_may_isolate() is not None, reason=str(hub_may_isolate()))
+def test_two_students_apart_cannot_reach_each_other_the_hub_or_its_tokens(tmp_path):
+    found: dict[str, Any] = {}
+    with students_apart() as (setup, throwaway):
+        students = {throwaway.name("ada"): False, throwaway.name("bram"): True}
+        first, second = students
+        cycle = class_cycle(tmp_path, students, setup=setup,
+                            students_side=lambda hub, tokens: students_cannot_reach_each_other(
+                                hub, setup, tmp_path, tokens, found))
+        accounts = {s: pwd.getpwnam(s) for s in students}
+        assert all(s in grp.getgrnam(throwaway.group).gr_mem for s in students)
+    assert not throwaway.accounts() and not any(Path(a.pw_dir).exists() for a in accounts.values())
+    assert found["left_mode"] == 0o600 and not Path(found["left"]).exists(), \
+        "what a student writes in /tmp is theirs alone, and it goes with them"
+    for student in students:                       # each server and kernel ran as the student
+        assert cycle.uids[student] == {accounts[student].pw_uid}, cycle.uids
+    assert found["uid"] == accounts[first].pw_uid
+    refused = {name: outcome for name, outcome in found["tried"].items()
+               if name != "read my own environment"}
+    assert len(refused) == 4 + len(STATE_FILES) + 5, refused
+    assert set(refused.values()) == {"PermissionError"}, refused
+    assert found["tried"]["read my own environment"] == "allowed"
+    assert found["answers"] == {"the hub's list of users": 403,
+                                "a token for the other student": 403,
+                                "the other student's server": 403,
+                                "the other student's server, on its own port": 403,
+                                "the proxy's routes": 403, "the proxy's routes, with my token": 403,
+                                "my own server": 200}, found["answers"]
+    looked = found["looked"]
+    assert found["found"] == [] and looked["command lines"] >= 10 and looked["files"] >= 50, looked
+    assert looked["environments"] >= 1 and looked["environments refused"] >= 5, looked
+    assert (found["tagged"], found["listed"], found["listed_count"]) == (first, [first], 3), \
+        "an invoice tagged as another student is the sender's; a student lists their own only"
+    rows = {s: (cycle.counts.student(s).invoices, cycle.counts.student(s).duplicates)
+            for s in students}
+    assert rows == {first: (3, 1), second: (1, 0)}, rows        # the dashboard's token sees both
+    assert cycle.shown.strip() == cycle.counts.text().strip() and second in cycle.shown
+    assert EAVESDROPPING not in cycle.log, "every kernel got keys from its server"
     print("\n" + "\n".join(cycle.report()))
