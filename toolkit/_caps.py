@@ -50,9 +50,11 @@ LOG_KEEP = 1000
 CUT_MARK = "..."
 #: The longest Retry-After (seconds) the host honours; an endpoint asking for more is an escalation, not a wait.
 MAX_RETRY_AFTER = 60.0
-#: What one model reply may send before the host stops reading it (chapter 09): the text of a
-#: streamed reply, the argument bytes of all its calls together, and the seconds it may stream.
+#: What one model reply may send before the host stops reading it (chapter 09), streamed or not:
+#: its text, the argument bytes of all its calls together, and the seconds it may take to arrive;
+#: a whole (non-streamed) body, room for both in UTF-8, and its calls (``MAX_OPEN_CALLS``).
 MAX_REPLY_TEXT_CHARS = 1_000_000
 MAX_REPLY_ARGUMENT_BYTES = 4 * MAX_ARGUMENT_BYTES
 REPLY_DEADLINE = 300.0
+MAX_REPLY_BODY_BYTES = 4 * (MAX_REPLY_TEXT_CHARS + MAX_REPLY_ARGUMENT_BYTES)
 
