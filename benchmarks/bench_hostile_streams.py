@@ -12,12 +12,14 @@ accepted before the fix, now refused at ``MAX_OPEN_CALLS``).
 
 Aim: every case under 1 s and 50 MB on this machine. The RESULT lines give the worst case of each.
 
-Two more cases run the whole live loop (``toolkit.live.run_task`` through the official ``openai``
-SDK) against a scripted model server on 127.0.0.1 that never ends its reply: one floods text (4 KB
-per event, for ever), one sends an empty event every 50 ms (for ever). What stops them is the
-host's ``MAX_REPLY_TEXT_CHARS`` and ``REPLY_DEADLINE`` (2 s here); before those caps the first grew
-the process by hundreds of MB and neither returned. Aim: the flood within 10 s and 50 MB, the
-endless stream within its deadline plus 1 s and 50 MB. Skipped when the ``openai`` SDK is missing.
+Four more cases run the whole live loop (``toolkit.live.run_task`` through the official ``openai``
+SDK) against a scripted model server on 127.0.0.1 that never ends its reply. Streamed: one floods
+text (4 KB per event, for ever), one sends an empty event every 50 ms (for ever). Not streamed:
+one sends a JSON body whose text never ends (64 KB at a time), one sends a space every 50 ms. What
+stops them is the host's ``MAX_REPLY_TEXT_CHARS``, ``MAX_REPLY_BODY_BYTES`` and ``REPLY_DEADLINE``
+(2 s here); before those caps a flood grew the process by hundreds of MB and the endless replies
+never returned. Aim: a flood within 10 s and 50 MB, an endless reply within its deadline plus 1 s
+and 50 MB. Skipped when the ``openai`` SDK is missing.
 """
 from __future__ import annotations
 
@@ -204,17 +206,19 @@ def _chunk(delta: dict) -> str:
 
 
 @contextlib.contextmanager
-def endless_model(event: Callable[[], str]) -> Iterator[str]:
-    """A chat-completions server on 127.0.0.1 streaming ``event()`` until the client hangs up."""
+def endless_model(event: Callable[[], str], first: str = "") -> Iterator[str]:
+    """A chat-completions server on 127.0.0.1 sending ``first``, then ``event()`` until the client
+    hangs up: server-sent events, or (``first`` given) one JSON body that never ends."""
     stop = threading.Event()
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802 - the standard library's name
             self.rfile.read(int(self.headers.get("content-length", 0)))
             self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
+            self.send_header("content-type", "application/json" if first else "text/event-stream")
             self.end_headers()
             try:
+                self.wfile.write(first.encode())
                 while not stop.is_set():
                     self.wfile.write(event().encode())
             except OSError:            # the host closed the stream
@@ -235,17 +239,18 @@ def endless_model(event: Callable[[], str]) -> Iterator[str]:
         thread.join(timeout=5)
 
 
-def live_reply(event: Callable[[], str]) -> Callable[[], object]:
-    """One run_task against a server streaming ``event()`` for ever; returns why the host stops."""
+def live_reply(event: Callable[[], str], first: str = "") -> Callable[[], object]:
+    """One run_task against a server sending ``event()`` for ever (streamed, or after ``first``,
+    one JSON body); returns why the host stops."""
     def run():
         from toolkit.kernel import Host, make_read_file
         from toolkit.live import chat_for, endpoint_from, make_client, run_task
 
-        with endless_model(event) as url:
+        with endless_model(event, first) as url:
             client = make_client(endpoint_from("openai", "m", url, environ={}), timeout=60)
             try:
                 contracts = [make_read_file(".").contract]
-                chat = chat_for("openai", client, "m", contracts, "t", stream=True,
+                chat = chat_for("openai", client, "m", contracts, "t", stream=not first,
                                 deadline=LIVE_DEADLINE)
                 run = run_task(chat, Host.of([make_read_file(".")]), retries=0)
             finally:
@@ -264,10 +269,23 @@ def _flood() -> str:
     return _chunk({"content": "x" * 4096})
 
 
-LIVE_CASES = {   # name -> (run, aim in seconds)
-    "live loop: a reply flooding text for ever": (live_reply(_flood), 10.0),
-    f"live loop: a reply streaming for ever ({LIVE_DEADLINE:g} s deadline)": (live_reply(_slowly),
-                                                                           LIVE_DEADLINE + 1.0),
+def _space() -> str:
+    time.sleep(0.05)
+    return " "
+
+
+#: A completion's JSON up to the start of its text (the whole-body cases never close it).
+WHOLE = '{"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [' \
+        '{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "'
+
+LIVE_CASES = {   # name -> (label, run, aim in seconds)
+    "live loop: a reply flooding text for ever": ("flood", live_reply(_flood), 10.0),
+    f"live loop: a reply streaming for ever ({LIVE_DEADLINE:g} s deadline)": (
+        "endless", live_reply(_slowly), LIVE_DEADLINE + 1.0),
+    "live loop: a whole body of endless text (not streamed)": (
+        "whole_flood", live_reply(lambda: "x" * 65_536, WHOLE), 10.0),
+    f"live loop: a whole body dribbling for ever ({LIVE_DEADLINE:g} s deadline)": (
+        "whole_endless", live_reply(_space, '{"id": "c",'), LIVE_DEADLINE + 1.0),
 }
 
 
@@ -307,7 +325,7 @@ def main() -> None:
     except ImportError:
         print("live loop cases skipped: the openai SDK is not installed")
         return
-    for (name, (run, aim)), label in zip(LIVE_CASES.items(), ("flood", "endless")):
+    for name, (label, run, aim) in LIVE_CASES.items():
         seconds, peak = measure(run)
         print(f"{name:<60} {seconds:>8.3f} {peak:>8.1f}", flush=True)
         print(f"RESULT live_{label}_seconds {seconds:.2f} aim<={aim:g} "
