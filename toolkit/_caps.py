@@ -50,9 +50,8 @@ LOG_KEEP = 1000
 CUT_MARK = "..."
 #: The longest Retry-After (seconds) the host honours; an endpoint asking for more is an escalation, not a wait.
 MAX_RETRY_AFTER = 60.0
-#: What one model reply may send before the host stops reading it (chapter 09), streamed or not:
-#: its text, the argument bytes of all its calls together, and the seconds it may take to arrive;
-#: a whole (non-streamed) body, room for both in UTF-8, and its calls (``MAX_OPEN_CALLS``).
+#: What one model reply may send, streamed or not, before the host stops reading (chapter 09): its
+#: text, its calls' argument bytes together, its seconds, a whole body (room for both in UTF-8).
 MAX_REPLY_TEXT_CHARS = 1_000_000
 MAX_REPLY_ARGUMENT_BYTES = 4 * MAX_ARGUMENT_BYTES
 REPLY_DEADLINE = 300.0

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from toolkit.kernel import Contract, Refusal, ToolCall, ToolError, ToolResult, completion_problem
-from toolkit._caps import (MAX_OPEN_CALLS, MAX_REPLY_ARGUMENT_BYTES, MAX_REPLY_BODY_BYTES,
-                           MAX_REPLY_TEXT_CHARS, REPLY_DEADLINE)
+from toolkit import _caps
 from toolkit._stream_guards import over_cap
 from toolkit.wire import (AnthropicStream, OpenAIStream, anthropic_assistant_message,
                           anthropic_calls, anthropic_tool_results, openai_assistant_message,
@@ -51,7 +50,7 @@ class _Chat:
     stream: bool = False
     max_tokens: int = 1024
     system: str = ""
-    deadline: float = REPLY_DEADLINE
+    deadline: float = _caps.REPLY_DEADLINE
     ids: IdMap = field(default_factory=IdMap)
     messages: list[dict[str, Any]] = field(default_factory=list)
 
@@ -63,18 +62,11 @@ class _Chat:
     def tools(self) -> list[dict[str, Any]]:
         return tools_for(self.vendor, self.contracts)
 
-    def ask(self) -> ModelReply:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    def answer(self, items: Iterable[ToolCall | Refusal], results: Iterable[ToolResult], text: str = "") -> None:
-        raise NotImplementedError  # pragma: no cover - overridden
-
     def _read(self, pieces: Iterable[Any], close: Callable[[], Any], http: Any,
               take: Callable[[Any], tuple[bool, tuple[int, ...]]]) -> ToolError | None:
-        """``take`` each piece (done?, the reply's measures so far) until it is done or ends; why
-        the host stopped early: a cap of ``_REPLY_CAPS`` passed, or the deadline's timer fired (it
-        closes the reply even when nothing arrives, shutting the socket of ``http``, the SDK's
-        HTTP response, which wakes a blocked read)."""
+        """``take`` each piece (done?, the reply's measures) until done or the end; why the host
+        stopped early: a cap of ``_REPLY_CAPS``, or the deadline, whose timer closes the reply even
+        when nothing arrives (shutting the socket of ``http``, the SDK's response, wakes a read)."""
         late = threading.Event()
 
         def fire() -> None:
@@ -131,7 +123,8 @@ class _Chat:
         except (ValueError, RecursionError):
             data = None                           # not JSON: the vendor's reader refuses it
         text, sent, calls, reason = parts(data)
-        stop = stop or _past_a_cap((len(text), sum(map(_argument_chars, sent)), calls), False, self.deadline)
+        measures = (len(text), sum(map(_argument_chars, sent)), calls)
+        stop = stop or _past_a_cap(measures, False, self.deadline)
         if stop is not None:
             return ModelReply((), "", None, stop)
         return ModelReply(tuple(read(data, self.ids)), text, reason)
@@ -192,14 +185,11 @@ class AnthropicChat(_Chat):
 _STOPPED = "the host stopped reading; nothing in this reply was run"
 #: The SDKs' own switch behind ``with_streaming_response``: ``create`` returns the response unread.
 _UNREAD = {"X-Stainless-Raw-Response": "stream"}
-#: What one reply may send, in the order ``_past_a_cap`` takes its measures.
-_REPLY_CAPS = (("$.text", "the reply's text", "MAX_REPLY_TEXT_CHARS", MAX_REPLY_TEXT_CHARS,
-                "characters"),
-               ("$.tool_calls", "the reply's call arguments", "MAX_REPLY_ARGUMENT_BYTES",
-                MAX_REPLY_ARGUMENT_BYTES, "bytes"),
-               ("$.tool_calls", "the calls in the reply", "MAX_OPEN_CALLS", MAX_OPEN_CALLS,
-                "calls"),
-               ("$", "the reply's body", "MAX_REPLY_BODY_BYTES", MAX_REPLY_BODY_BYTES, "bytes"))
+#: What one reply may send, in the order ``_past_a_cap`` takes its measures, each cap by its name.
+_REPLY_CAPS = (("$.text", "the reply's text", "MAX_REPLY_TEXT_CHARS", "characters"),
+               ("$.tool_calls", "the reply's call arguments", "MAX_REPLY_ARGUMENT_BYTES", "bytes"),
+               ("$.tool_calls", "the calls in the reply", "MAX_OPEN_CALLS", "calls"),
+               ("$", "the reply's body", "MAX_REPLY_BODY_BYTES", "bytes"))
 
 
 def _chunk_text(chunk: Any) -> int:
@@ -251,9 +241,9 @@ def _argument_chars(arguments: Any) -> int:
 def _past_a_cap(measures: Sequence[int], late: bool, deadline: float) -> ToolError | None:
     """Why the host stops reading a reply now (the first of ``_REPLY_CAPS`` its measures pass, or
     the deadline), or None while it is inside every cap."""
-    for (pointer, what, name, cap, unit), measure in zip(_REPLY_CAPS, measures):
-        if measure > cap:
-            return over_cap(pointer, what, name, cap, unit, _STOPPED)
+    for (pointer, what, name, unit), measure in zip(_REPLY_CAPS, measures):
+        if measure > getattr(_caps, name):
+            return over_cap(pointer, what, name, getattr(_caps, name), unit, _STOPPED)
     if late:
         return ToolError("timeout", "$", f"the reply was still arriving after {deadline:g} s, the "
                          "host's deadline for one reply (REPLY_DEADLINE)",

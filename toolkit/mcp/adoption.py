@@ -70,12 +70,8 @@ def adopt_tool(tool: Any, trust: Trust = Trust()) -> Contract | str:
     destructive = hint(tool, "destructive_hint") is True
     approval = name in trust.risky or destructive
     key_field = trust.idempotency_fields.get(name, "")
-    if name in trust.repeatable:
-        retry = Retry.SAFE
-    elif key_field:
-        retry = Retry.SAFE_WITH_KEY
-    else:
-        retry = Retry.UNSAFE
+    retry = Retry.SAFE if name in trust.repeatable else \
+        Retry.SAFE_WITH_KEY if key_field else Retry.UNSAFE
     why = "listed as risky by the host" if name in trust.risky else "the server marks it destructive"
     try:
         contract = Contract(

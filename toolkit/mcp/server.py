@@ -189,9 +189,8 @@ def registration(workspace: Path | str, tools: Iterable[str] = ("read_file",), p
 
 
 def serve_stdio(workspace: Path | str, names: Iterable[str] = ("read_file",)) -> None:
-    """Serve the catalog tools ``names`` over ``workspace`` on this process's stdin/stdout until stdin
-    closes. A line the SDK cannot read (it answers nothing) and a client gone mid-answer are one line
-    each on stderr, never a traceback."""
+    """Serve the tools ``names`` over ``workspace`` on stdin/stdout until stdin closes. A line the
+    SDK cannot read (it answers nothing), a client gone mid-answer: one line each on stderr."""
     import anyio
     from mcp.server.stdio import stdio_server
 
@@ -205,17 +204,16 @@ def serve_stdio(workspace: Path | str, names: Iterable[str] = ("read_file",)) ->
     async def relay(read_stream: Any, to_server: Any) -> None:
         async with read_stream, to_server:
             async for message in read_stream:
-                if isinstance(message, Exception):     # the SDK drops it; the host never sees it
-                    _say(f"dropped a message that is not JSON-RPC ({type(message).__name__}); "
-                         "it has no answer")
+                if isinstance(message, Exception):     # the SDK would drop it, unanswered
+                    _say(f"dropped a line that is not JSON-RPC ({type(message).__name__})")
                 else:
                     await to_server.send(message)
 
     async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as group:
+        async with stdio_server() as (reading, writing), anyio.create_task_group() as tasks:
             to_server, from_client = anyio.create_memory_object_stream(0)
-            group.start_soon(relay, read_stream, to_server)
-            await server.run(from_client, write_stream, server.create_initialization_options())
+            tasks.start_soon(relay, reading, to_server)
+            await server.run(from_client, writing, server.create_initialization_options())
 
     try:
         anyio.run(main)
