@@ -9,8 +9,9 @@ unexpected keys, the same as JSON text, deep nesting), documents and text over t
 of text that is not JSON (escaped quotes; secret fields cut off), a 4,000-digit number, lone surrogates, NaN, and
 a legal call whose tool fails with a long message full of secrets.
 
-The MCP boundary (chapter 09) gets its own lines: hostile schemas (a ``$ref`` to a socket that
-never answers, to a file, to itself; a pattern RE2 cannot run; 10,000 properties), the worst
+The MCP boundary (chapter 09) gets its own lines: hostile listed schemas, adopted as ``McpHost``
+adopts them (a ``$ref`` to a socket that never answers, to a file, to itself; a pattern RE2 cannot
+run; 1,200 patterns just under ``MAX_SCHEMA_BYTES``, 10,000 over it), the worst
 patterns (``^(a+)+$``, ``(.*a){20}``, ``\\d+\\d+\\d+x``... on 250 KB), the worst remote answers (20
 MB of text, 1.9 MB of structured content full of secrets), and the course's MCP server's memory
 (RSS) after 10,000 reads of 65 KB. The hostile streams of ``bench_hostile_streams.py`` (the wire
@@ -156,15 +157,17 @@ def timed(work) -> tuple[float, float, str]:
 
 
 def hostile_schemas(url: str) -> dict:
-    """Schemas a server may list, each declared as a contract (refused, or compiled)."""
+    """Schemas a server may list, each adopted as ``McpHost`` adopts it (left out, or compiled)."""
     def obj(properties: dict, **more) -> dict:
         return {"type": "object", "properties": properties, **more}
     return {
-        "a $ref to a silent socket (declare)": obj({"a": {"$ref": url}}),
-        "a $ref to a file (declare)": obj({"a": {"$ref": "file:///etc/passwd"}}),
-        "a $ref to itself, 32 deep (declare)": obj({"a": {"$ref": "#/properties/a"}}),
-        "a pattern RE2 cannot run (declare)": obj({"a": {"type": "string", "pattern": r"^(a)\1$"}}),
-        "10,000 properties, each a pattern (declare)": obj(
+        "a $ref to a silent socket (adopt)": obj({"a": {"$ref": url}}),
+        "a $ref to a file (adopt)": obj({"a": {"$ref": "file:///etc/passwd"}}),
+        "a $ref to itself (adopt)": obj({"a": {"$ref": "#/properties/a"}}),
+        "a pattern RE2 cannot run (adopt)": obj({"a": {"type": "string", "pattern": r"^(a)\1$"}}),
+        "1,200 patterns, 62 KB (adopt)": obj(
+            {f"p{i}": {"type": "string", "pattern": f"^(a+)+{i}$"} for i in range(1_200)}),
+        "10,000 patterns, 540 KB (adopt)": obj(
             {f"p{i}": {"type": "string", "pattern": f"^(a+)+{i}$"} for i in range(10_000)}),
     }
 
@@ -188,14 +191,14 @@ def mcp_rows() -> tuple[list[tuple[str, float, float]], float]:
     import psutil
     from mcp import types
 
-    from toolkit.kernel import Contract
-    from toolkit.mcp import answer_call, remote_output, serving_host
+    from toolkit.mcp import adopt_tool, answer_call, remote_output, serving_host
 
     rows = []
     with socket.create_server(("127.0.0.1", 0)) as silent:   # accepts, never answers
         url = f"http://127.0.0.1:{silent.getsockname()[1]}/schema.json"
-        for label, schema in hostile_schemas(url).items():
-            rows.append((label, *timed(lambda: Contract("t", "d", schema))))
+        for label, schema in hostile_schemas(url).items():   # the listing as the SDK read it
+            tool = types.Tool(name="t", input_schema=schema)
+            rows.append((label, *timed(lambda: adopt_tool(tool))))
     text = types.CallToolResult(content=[types.TextContent(type="text", text="x" * 20_000_000)])
     rows.append(("a 20 MB text answer", *timed(lambda: remote_output(text))))
     secrets = {f"field{i}": {"token": "t" * 40, "note": "sk-" + "a" * 40, "n": i}
@@ -244,9 +247,9 @@ def main() -> int:
           f"{'ok' if slowest[2] <= AIM_SECONDS else 'missed'}")
     print(f"RESULT hostile_worst_call_mb {largest[3]:.1f} aim<={AIM_MB:g} {'ok' if largest[3] <= AIM_MB else 'missed'}")
     mcp, grown = mcp_rows()
-    kinds["schema"] = [(label, "mcp", s, mb) for label, s, mb in mcp if "(declare)" in label]
+    kinds["schema"] = [(label, "mcp", s, mb) for label, s, mb in mcp if "(adopt)" in label]
     kinds["remote answer"] = [(label, "mcp", s, mb) for label, s, mb in mcp
-                              if "(declare)" not in label]
+                              if "(adopt)" not in label]
     kinds["stream"] = [(label, "stream", s, mb) for label, s, mb in stream_rows()]
     worst = []
     for kind, found in kinds.items():

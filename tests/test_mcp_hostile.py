@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from toolkit._caps import LOG_KEEP, MAX_ANSWER_BYTES
+from toolkit._caps import LOG_KEEP, MAX_ANSWER_BYTES, MAX_SCHEMA_BYTES
 from toolkit._patterns import pattern_matches
 from toolkit._schema import compile_schema, schema_errors
 from toolkit.kernel import Contract, ContractError, MemoryLedger, Status
@@ -182,6 +182,20 @@ def test_a_listing_that_lies_leaves_out_what_cannot_be_adopted_and_closes_the_re
             assert host.call("echo", {"msg": "hi"}).output == {"received": {"msg": "hi"}}
         time.sleep(0.3)
         assert accepted == []
+
+
+def test_a_schema_too_large_to_check_quickly_is_left_out_with_its_size():
+    """Checking a schema against its metaschema costs about its size: a listed inputSchema of
+    10,000 properties took 6 s to adopt; past ``MAX_SCHEMA_BYTES`` it is left out at once."""
+    from toolkit.mcp import adopt_tool
+
+    wide = obj({f"p{i}": {"type": "string", "pattern": f"^(a+)+{i}$"} for i in range(10_000)})
+    started = time.monotonic()
+    skipped = adopt_tool(mcp_types.Tool(name="wide", input_schema=wide))
+    assert isinstance(skipped, str) and f"over MAX_SCHEMA_BYTES ({MAX_SCHEMA_BYTES})" in skipped
+    assert time.monotonic() - started < 5
+    fine = obj({f"p{i}": {"type": "string", "maxLength": 40} for i in range(1_000)})
+    assert isinstance(adopt_tool(mcp_types.Tool(name="fine", input_schema=fine)), Contract)
 
 
 def test_a_remote_answer_is_redacted_and_capped_before_the_model_the_ledger_or_the_log(tmp_path):
