@@ -42,8 +42,7 @@ MAX_SECRETS_REMEMBERED = 64
 #: The largest answer taken from an MCP server's tools/call, in bytes of its payload (structured
 #: content as JSON, else its text): room for the largest file a file tool reads, JSON-escaped.
 MAX_ANSWER_BYTES = 2 * MAX_FILE_BYTES
-#: The largest inputSchema adopted from an MCP server, as JSON text: checking a schema against its
-#: metaschema costs about its size (10,000 properties took 6 s), and a real tool's is a few KB.
+#: The largest inputSchema adopted from an MCP server, as JSON (checking one costs about its size).
 MAX_SCHEMA_BYTES = 64 * 1024
 #: The most pages of an MCP server's tools/list read (a server that pages forever is cut off there).
 MAX_PAGES = 100

@@ -75,8 +75,7 @@ class _Chat:
                 stream = http.extensions["network_stream"]
                 stream.get_extra_info("socket").shutdown(socket.SHUT_RDWR)
             close()
-        timer = threading.Timer(self.deadline, fire)
-        timer.daemon = True
+        timer = threading.Timer(self.deadline, fire)     # cancelled and joined below, always
         timer.start()
         try:
             for piece in pieces:
