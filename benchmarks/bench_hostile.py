@@ -9,10 +9,14 @@ unexpected keys, the same as JSON text, deep nesting), documents and text over t
 of text that is not JSON (escaped quotes; secret fields cut off), a 4,000-digit number, lone surrogates, NaN, and
 a legal call whose tool fails with a long message full of secrets.
 
-The MCP boundary (chapter 09) gets its own lines: the worst hostile schema (a ``$ref`` to a socket
-that never answers, refused when declared), the worst patterns (``^(a+)+$``, ``(.*a){20}``,
-``\\d+\\d+\\d+x``... on 250 KB), the worst remote answers (20 MB of text, 1.9 MB of structured
-content full of secrets), and the course's MCP server's memory (RSS) after 10,000 reads of 65 KB.
+The MCP boundary (chapter 09) gets its own lines: hostile listed schemas, adopted as ``McpHost``
+adopts them (a ``$ref`` to a socket that never answers, to a file, to itself; a pattern RE2 cannot
+run; 1,200 patterns just under ``MAX_SCHEMA_BYTES``, 10,000 over it), the worst
+patterns (``^(a+)+$``, ``(.*a){20}``, ``\\d+\\d+\\d+x``... on 250 KB), the worst remote answers (20
+MB of text, 1.9 MB of structured content full of secrets), and the course's MCP server's memory
+(RSS) after 10,000 reads of 65 KB. The hostile streams of ``bench_hostile_streams.py`` (the wire
+readers) are measured here the same way, so that one line can name the worst schema, pattern,
+remote answer and stream, with its time and memory, and the server's growth.
 
 Each input is built before timing; each call is timed alone (best of 3 runs, so a stray pause of the machine is
 not charged to the host), and then run once more under ``tracemalloc`` for the peak memory it allocated.
@@ -95,6 +99,10 @@ def cases() -> dict:
         "catastrophic patterns on 250 KB": lambda: ("match", {"s": "a" * 250_000 + "!"}, "c1"),
         "catastrophic patterns on 250 KB of digits": lambda: ("match", {"s": "1" * 250_000}, "c1"),
         "a tool failing with 200 KB of secrets": lambda: ("call_partner", {"q": "status", "token": "t" * 4000}, "c1"),
+        "an argument key of 10M characters": lambda: ("call_partner", {"q": "x", "k" * 10**7: 1},
+                                                      "c1"),
+        "an argument key of 10M non-ASCII": lambda: ("call_partner", {"q": "x", "é" * 10**7: 1},
+                                                     "c1"),
     }
 
 
@@ -148,7 +156,33 @@ def timed(work) -> tuple[float, float, str]:
     return min(times), peak / 1e6, outcome
 
 
-def mcp_rows() -> list[tuple[str, float, float]]:
+def hostile_schemas(url: str) -> dict:
+    """Schemas a server may list, each adopted as ``McpHost`` adopts it (left out, or compiled)."""
+    def obj(properties: dict, **more) -> dict:
+        return {"type": "object", "properties": properties, **more}
+    return {
+        "a $ref to a silent socket (adopt)": obj({"a": {"$ref": url}}),
+        "a $ref to a file (adopt)": obj({"a": {"$ref": "file:///etc/passwd"}}),
+        "a $ref to itself (adopt)": obj({"a": {"$ref": "#/properties/a"}}),
+        "a pattern RE2 cannot run (adopt)": obj({"a": {"type": "string", "pattern": r"^(a)\1$"}}),
+        "1,200 patterns, 62 KB (adopt)": obj(
+            {f"p{i}": {"type": "string", "pattern": f"^(a+)+{i}$"} for i in range(1_200)}),
+        "10,000 patterns, 540 KB (adopt)": obj(
+            {f"p{i}": {"type": "string", "pattern": f"^(a+)+{i}$"} for i in range(10_000)}),
+    }
+
+
+def stream_rows() -> list[tuple[str, float, float]]:
+    """The hostile streams of bench_hostile_streams.py, each measured as the calls are here."""
+    from bench_hostile_streams import CASES
+
+    rows = [(label, *timed(run)) for label, run in CASES.items()]
+    for label, seconds, mb, outcome in rows:
+        print(f"{label[:40]:<40} {'stream':<8} {seconds:>8.3f} {mb:>8.1f}  {outcome[:40]}")
+    return [(label, seconds, mb) for label, seconds, mb, _ in rows]
+
+
+def mcp_rows() -> tuple[list[tuple[str, float, float]], float]:
     """The MCP boundary's worst cases: a schema, answers, the course's server over 10,000 reads."""
     import gc
     import socket
@@ -157,15 +191,14 @@ def mcp_rows() -> list[tuple[str, float, float]]:
     import psutil
     from mcp import types
 
-    from toolkit.kernel import Contract
-    from toolkit.mcp import answer_call, remote_output, serving_host
+    from toolkit.mcp import adopt_tool, answer_call, remote_output, serving_host
 
     rows = []
     with socket.create_server(("127.0.0.1", 0)) as silent:   # accepts, never answers
         url = f"http://127.0.0.1:{silent.getsockname()[1]}/schema.json"
-        schema = {"type": "object", "properties": {"a": {"$ref": url}}}
-        declare = timed(lambda: Contract("t", "d", schema))
-        rows.append(("a $ref to a silent socket (declare)", *declare))
+        for label, schema in hostile_schemas(url).items():   # the listing as the SDK read it
+            tool = types.Tool(name="t", input_schema=schema)
+            rows.append((label, *timed(lambda: adopt_tool(tool))))
     text = types.CallToolResult(content=[types.TextContent(type="text", text="x" * 20_000_000)])
     rows.append(("a 20 MB text answer", *timed(lambda: remote_output(text))))
     secrets = {f"field{i}": {"token": "t" * 40, "note": "sk-" + "a" * 40, "n": i}
@@ -191,7 +224,7 @@ def mcp_rows() -> list[tuple[str, float, float]]:
     print(f"{label:<40} {'serve':<8} {seconds:>8.3f} {grown:>8.1f}  RSS growth")
     print(f"RESULT mcp_server_rss_growth_mb_after_10000_reads {grown:.1f} aim<={AIM_MB:g} "
           f"{'ok' if grown <= AIM_MB else 'missed'}")
-    return [(label, seconds, mb) for label, seconds, mb, _ in rows]
+    return [(label, seconds, mb) for label, seconds, mb, _ in rows], grown
 
 
 def main() -> int:
@@ -206,13 +239,29 @@ def main() -> int:
             seconds, mb, outcome = measure(build, method)
             rows.append((label, method, seconds, mb))
             print(f"{label:<40} {method:<8} {seconds:>8.3f} {mb:>8.1f}  {outcome}")
-    rows += [(label, "mcp", seconds, mb) for label, seconds, mb in mcp_rows()]
+    kinds = {"pattern": [r for r in rows if "pattern" in r[0]]}
     slowest = max(rows, key=lambda r: r[2])
     largest = max(rows, key=lambda r: r[3])
     print(f"slowest: {slowest[0]} ({slowest[1]}); largest: {largest[0]} ({largest[1]})")
     print(f"RESULT hostile_worst_call_seconds {slowest[2]:.3f} aim<={AIM_SECONDS:g} "
           f"{'ok' if slowest[2] <= AIM_SECONDS else 'missed'}")
     print(f"RESULT hostile_worst_call_mb {largest[3]:.1f} aim<={AIM_MB:g} {'ok' if largest[3] <= AIM_MB else 'missed'}")
+    mcp, grown = mcp_rows()
+    kinds["schema"] = [(label, "mcp", s, mb) for label, s, mb in mcp if "(adopt)" in label]
+    kinds["remote answer"] = [(label, "mcp", s, mb) for label, s, mb in mcp
+                              if "(adopt)" not in label]
+    kinds["stream"] = [(label, "stream", s, mb) for label, s, mb in stream_rows()]
+    worst = []
+    for kind, found in kinds.items():
+        slow, big = max(found, key=lambda r: r[2]), max(found, key=lambda r: r[3])
+        worst.append(f"{kind} {slow[2]:.3f} s ({slow[0]}), {big[3]:.1f} MB ({big[0]})")
+        name = kind.replace(" ", "_")
+        print(f"RESULT hostile_worst_{name}_seconds {slow[2]:.3f} aim<={AIM_SECONDS:g} "
+              f"{'ok' if slow[2] <= AIM_SECONDS else 'missed'}")
+        print(f"RESULT hostile_worst_{name}_mb {big[3]:.1f} aim<={AIM_MB:g} "
+              f"{'ok' if big[3] <= AIM_MB else 'missed'}")
+    print("worst of each kind: " + "; ".join(worst) +
+          f"; the MCP server after 10,000 reads of 65 KB: {grown:+.1f} MB of RSS")
     return 0
 
 

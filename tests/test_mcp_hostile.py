@@ -13,6 +13,7 @@ import contextlib
 import gc
 import json
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from toolkit._caps import LOG_KEEP, MAX_ANSWER_BYTES
+from toolkit._caps import LOG_KEEP, MAX_ANSWER_BYTES, MAX_SCHEMA_BYTES
 from toolkit._patterns import pattern_matches
 from toolkit._schema import compile_schema, schema_errors
 from toolkit.kernel import Contract, ContractError, MemoryLedger, Status
@@ -183,6 +184,20 @@ def test_a_listing_that_lies_leaves_out_what_cannot_be_adopted_and_closes_the_re
         assert accepted == []
 
 
+def test_a_schema_too_large_to_check_quickly_is_left_out_with_its_size():
+    """Checking a schema against its metaschema costs about its size: a listed inputSchema of
+    10,000 properties took 6 s to adopt; past ``MAX_SCHEMA_BYTES`` it is left out at once."""
+    from toolkit.mcp import adopt_tool
+
+    wide = obj({f"p{i}": {"type": "string", "pattern": f"^(a+)+{i}$"} for i in range(10_000)})
+    started = time.monotonic()
+    skipped = adopt_tool(mcp_types.Tool(name="wide", input_schema=wide))
+    assert isinstance(skipped, str) and f"over MAX_SCHEMA_BYTES ({MAX_SCHEMA_BYTES})" in skipped
+    assert time.monotonic() - started < 5
+    fine = obj({f"p{i}": {"type": "string", "maxLength": 40} for i in range(1_000)})
+    assert isinstance(adopt_tool(mcp_types.Tool(name="fine", input_schema=fine)), Contract)
+
+
 def test_a_remote_answer_is_redacted_and_capped_before_the_model_the_ledger_or_the_log(tmp_path):
     with hostile(tmp_path, ANSWERING) as server:
         ledger = MemoryLedger()
@@ -264,3 +279,82 @@ def test_the_courses_server_says_once_on_stderr_what_it_serves(tmp_path):
             time.sleep(0.05)
         lines = server.server_log().splitlines()
     assert len(lines) == 1 and "serving read_file" in lines[0] and str(tmp_path) in lines[0]
+
+
+@contextlib.contextmanager
+def raw_server(workspace):
+    """The course's server as a process, spoken to in raw JSON-RPC lines (the client as a test can
+    misbehave); killed if still running at the end, and reaped."""
+    command = [sys.executable, "-m", "toolkit.mcp", "serve", "--workspace", str(workspace)]
+    process = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    try:
+        send(process, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}})
+        assert json.loads(process.stdout.readline())["id"] == 1
+        send(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(60)
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            with contextlib.suppress(OSError):
+                pipe.close()
+
+
+def send(process, message):
+    line = message if isinstance(message, str) else json.dumps(message)
+    process.stdin.write(line.encode() + b"\n")
+    process.stdin.flush()
+
+
+def ended(process):
+    """(exit status, stderr) once the client closes the server's stdin."""
+    with contextlib.suppress(OSError):
+        process.stdin.close()
+    return process.wait(60), process.stderr.read().decode()
+
+
+def test_a_line_the_sdk_drops_unanswered_is_reported_on_the_servers_stderr(tmp_path):
+    """The SDK's transport drops a line that is not JSON-RPC and answers nothing; the course's
+    server sees it go by and says so on stderr (its log), without repeating what it held."""
+    with raw_server(tmp_path) as process:
+        send(process, '{"password": "hunter2-xyzzy", this is not JSON')
+        send(process, {"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        answer = json.loads(process.stdout.readline())      # the next answer is the ping's
+        status, err = ended(process)
+    assert answer == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    dropped = [line for line in err.splitlines() if "dropped" in line]
+    assert len(dropped) == 1 and "dropped a line that is not JSON-RPC" in dropped[0]
+    assert "hunter2" not in err and "Traceback" not in err and status == 0
+
+
+def test_a_client_gone_mid_answer_ends_the_server_with_one_line_and_no_traceback(tmp_path):
+    (tmp_path / "big.txt").write_text("line of text\n" * 70_000, encoding="utf-8")   # 910 KB
+    with raw_server(tmp_path) as process:
+        for n in range(2, 6):
+            send(process, {"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                           "params": {"name": "read_file", "arguments": {"path": "big.txt"}}})
+        assert process.stdout.read(1000)                     # an answer is being written...
+        process.stdout.close()                               # ...and the client goes away
+        status, err = ended(process)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert "closed the connection before its answer was written" in err and status == 0
+
+
+def test_an_answers_secrets_are_spelled_out_once_not_once_per_field(monkeypatch):
+    """1.9 MB of structured content took 1.17 s to redact when every field worked out every
+    secret's spellings again; they are worked out once per answer."""
+    import toolkit._show as show
+    from toolkit.mcp import remote_output
+
+    worked_out = []
+    spellings = show.spellings
+    monkeypatch.setattr(show, "spellings", lambda found: worked_out.append(1) or spellings(found))
+    answer = {f"field{i}": {"token": f"t-{i:06}-secret", "note": f"uses t-{i:06}-secret"}
+              for i in range(2_000)}
+    shown = remote_output(mcp_types.CallToolResult(content=[], structured_content=answer))
+    assert len(worked_out) == 1
+    assert all(v == {"token": "[redacted]", "note": "uses [redacted]"} for v in shown.values())

@@ -42,6 +42,8 @@ MAX_SECRETS_REMEMBERED = 64
 #: The largest answer taken from an MCP server's tools/call, in bytes of its payload (structured
 #: content as JSON, else its text): room for the largest file a file tool reads, JSON-escaped.
 MAX_ANSWER_BYTES = 2 * MAX_FILE_BYTES
+#: The largest inputSchema adopted from an MCP server, as JSON (checking one costs about its size).
+MAX_SCHEMA_BYTES = 64 * 1024
 #: The most pages of an MCP server's tools/list read (a server that pages forever is cut off there).
 MAX_PAGES = 100
 #: The most attempts an MCP server's host keeps in its log (the oldest are dropped first).
@@ -50,9 +52,10 @@ LOG_KEEP = 1000
 CUT_MARK = "..."
 #: The longest Retry-After (seconds) the host honours; an endpoint asking for more is an escalation, not a wait.
 MAX_RETRY_AFTER = 60.0
-#: What one model reply may send before the host stops reading it (chapter 09): the text of a
-#: streamed reply, the argument bytes of all its calls together, and the seconds it may stream.
+#: What one model reply may send, streamed or not, before the host stops reading (chapter 09): its
+#: text, its calls' argument bytes together, its seconds, a whole body (room for both in UTF-8).
 MAX_REPLY_TEXT_CHARS = 1_000_000
 MAX_REPLY_ARGUMENT_BYTES = 4 * MAX_ARGUMENT_BYTES
 REPLY_DEADLINE = 300.0
+MAX_REPLY_BODY_BYTES = 4 * (MAX_REPLY_TEXT_CHARS + MAX_REPLY_ARGUMENT_BYTES)
 

@@ -159,7 +159,7 @@ class KeyScanner:
         self._secrets |= secret_values({"secret": value})
         if len(self._secrets) > MAX_SECRETS_REMEMBERED:
             self._flooded = True
-        self._forms = sorted({f for secret in self._secrets for f in spellings(secret)}, key=len, reverse=True)
+        self._forms = spellings(self._secrets)
 
     def _punct(self, ch: str) -> None:
         tracked = self.depth == len(self.stack)       # the top frame is the innermost level

@@ -76,7 +76,11 @@ def parse_arguments(raw: Any) -> tuple[dict | None, list[ToolError]]:
         return None, [ToolError("not_an_object", "$", "arguments must be a JSON object",
                                 expected="object", received=json_type(raw),
                                 hint='wrap the arguments in an object, e.g. {"path": "..."}')]
-    depth, size, problem = _measure(raw)
+    try:
+        raw = raw if type(raw) is dict else dict(raw.items())   # a subclass's own methods run once
+        depth, size, problem = _measure(raw)
+    except Exception:     # a mapping whose items() raise (no model sends one): refused, not raised
+        depth, size, problem = 0, 0, ((), type(raw).__name__, "its items cannot be read")
     if depth > MAX_DEPTH:
         return None, [ToolError("too_large", "$", f"arguments nest deeper than {MAX_DEPTH} levels",
                                 expected=f"at most {MAX_DEPTH} levels", received="deeper", retryable=True)]
@@ -257,21 +261,25 @@ def schema_errors(validator: Any, arguments: dict, secret_fields: Iterable[str] 
     """All schema errors for ``arguments``, each naming its own field; empty when the shape is right.
 
     At most ``MAX_ERRORS_PER_CALL`` are listed: past that, the last one counts the rest."""
-    if validator.is_valid(arguments):
-        return []
     fields = tuple(secret_fields)
     listed: dict[tuple[str, str], ToolError] = {}
     unlisted: set[tuple[str, str]] = set()
-    translated = (e for error in validator.iter_errors(arguments) for e in _translate(error, fields))
     looked_at = 0
-    for looked_at, tool_error in enumerate(itertools.islice(translated, _ERRORS_LOOKED_AT + 1), 1):
-        key = (tool_error.code, tool_error.pointer)     # one error per field and kind
-        if looked_at > _ERRORS_LOOKED_AT or key in listed or key in unlisted:
-            continue
-        if len(listed) < MAX_ERRORS_PER_CALL:
-            listed[key] = tool_error
-        else:
-            unlisted.add(key)
+    try:
+        if validator.is_valid(arguments):
+            return []
+        found = (e for error in validator.iter_errors(arguments) for e in _translate(error, fields))
+        for looked_at, tool_error in enumerate(itertools.islice(found, _ERRORS_LOOKED_AT + 1), 1):
+            key = (tool_error.code, tool_error.pointer)     # one error per field and kind
+            if looked_at > _ERRORS_LOOKED_AT or key in listed or key in unlisted:
+                continue
+            if len(listed) < MAX_ERRORS_PER_CALL:
+                listed[key] = tool_error
+            else:
+                unlisted.add(key)
+    except Exception:     # a mapping inside whose methods raise (no model sends one): refused
+        return [ToolError("not_serializable", "$", "the arguments cannot be read",
+                          expected="plain JSON values", received=type(arguments).__name__)]
     out = list(listed.values())
     if unlisted:
         more = f"{'at least ' if looked_at > _ERRORS_LOOKED_AT else ''}{len(unlisted) + 1} more"

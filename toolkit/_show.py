@@ -5,6 +5,7 @@ field is redacted when the contract marks it secret or its *name* looks secret; 
 scrubbed of the call's secret values and of credential shapes. Mask first, cut second."""
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -91,10 +92,16 @@ def name_parts(name: str) -> list[str]:
 
 
 def is_secret_name(name: str, secret_fields: Iterable[str] = ()) -> bool:
-    """True when a field called ``name`` must never be shown."""
-    if name in set(secret_fields) or SECRET_NAME.search(name):
+    """True when a field called ``name`` must never be shown; a name over 200 characters is, unread
+    (a hostile key costs no more, and what it names stays hidden)."""
+    return name in secret_fields or len(name) > 200 or _looks_secret(name)
+
+
+@functools.lru_cache(maxsize=16_384)   # an answer repeats its field names: each is judged once
+def _looks_secret(name: str) -> bool:
+    if SECRET_NAME.search(name):
         return True
-    parts = name_parts(name[:200])   # a longer name is judged by its start: a hostile key costs no more
+    parts = name_parts(name)
     return any(p in SECRET_WORDS for p in parts) or any(pair in SECRET_PAIRS for pair in zip(parts, parts[1:]))
 
 
@@ -167,51 +174,54 @@ def _text_of(value: Any) -> str:
         return ""
 
 
-def spellings(secret: str) -> set[str]:
-    """Every way text may spell ``secret``: as is, JSON-escaped (ASCII or not) and as Python's ``repr``/``ascii``."""
-    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
-             repr(secret)[1:-1], ascii(secret)[1:-1]}
-    return {form for form in forms if form}
+def spellings(secrets: Iterable[str]) -> list[str]:
+    """Every way text may spell any of ``secrets`` (as is, JSON-escaped, ASCII or not, and as
+    Python's ``repr``/``ascii``), longest first: worked out once, then masked in every text."""
+    forms = {form for secret in secrets for form in (
+        secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
+        repr(secret)[1:-1], ascii(secret)[1:-1])}
+    return sorted((form for form in forms if form), key=len, reverse=True)
 
 
-def scrub(text: str, values: Iterable[str]) -> str:
-    """Mask every known secret value (each spelling) and credential shape."""
+def scrub(text: str, values: Iterable[str], forms: list[str] | None = None) -> str:
+    """Mask every known secret value (``forms``: their ``spellings``) and credential shape."""
     if not isinstance(text, str):
         return text
-    forms = {form for value in values for form in spellings(value)}
-    for form in sorted(forms, key=len, reverse=True):
+    for form in spellings(values) if forms is None else forms:
         text = text.replace(form, REDACTED)
     text = TOKEN_SHAPES.sub(REDACTED, text)
     return text if text.isascii() else SURROGATE.sub("\ufffd", text)
 
 
-def scrub_value(value: Any, values: Iterable[str], _depth: int = 0) -> Any:
+def scrub_value(value: Any, values: Iterable[str]) -> Any:
     """``value`` with every text inside it scrubbed (keys too), and any number equal to a secret masked."""
     values = values if isinstance(values, (set, frozenset)) else set(values)
-    if _depth > MAX_DEPTH:
-        return "[too deep]"
-    if isinstance(value, str):
-        return scrub(value, values)
-    if isinstance(value, bool) or value is None:
+    forms = spellings(values)
+
+    def clean(value: Any, depth: int) -> Any:
+        if depth > MAX_DEPTH:
+            return "[too deep]"
+        if isinstance(value, str):
+            return scrub(value, values, forms)
+        if isinstance(value, bool) or value is None:
+            return value
+        if isinstance(value, (int, float)):
+            text = _text_of(value)
+            if not text:   # an integer too long to print: even repr() of what holds it would raise
+                return f"<integer of {value.bit_length()} bits>"
+            return REDACTED if text in values else value
+        if isinstance(value, Mapping):
+            return {clean(k, depth + 1): clean(v, depth + 1) for k, v in value.items()}
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return [clean(v, depth + 1) for v in value]
         return value
-    if isinstance(value, (int, float)):
-        text = _text_of(value)
-        if not text:   # an integer too long to print: even repr() of what holds it would raise
-            return f"<integer of {value.bit_length()} bits>"
-        return REDACTED if text in values else value
-    if isinstance(value, Mapping):
-        return {scrub_value(k, values, _depth + 1): scrub_value(v, values, _depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [scrub_value(v, values, _depth + 1) for v in value]
-    return value
+    return clean(value, 0)
 
 
 def scrub_error(error: ToolError, secrets: Iterable[str]) -> ToolError:
     """``error`` with every text it holds (pointer, message, expected, received, hint, nested ones too) scrubbed."""
-    values = set(secrets)
-    return ToolError(error.code, scrub_value(error.pointer, values), scrub_value(error.message, values),
-                     scrub_value(error.expected, values), scrub_value(error.received, values),
-                     scrub_value(error.hint, values), error.retryable)
+    texts = [error.pointer, error.message, error.expected, error.received, error.hint]
+    return ToolError(error.code, *scrub_value(texts, secrets), error.retryable)
 
 
 def scrubbed_errors(errors: tuple[ToolError, ...], arguments: Any, secret_fields: Iterable[str]) -> tuple[ToolError, ...]:
@@ -239,10 +249,14 @@ def redact_arguments(arguments: Any, secret_fields: Iterable[str] = ()) -> Any:
             return arguments if masked == arguments else masked
         safe = redact_arguments(parsed, secret_fields)
         return arguments if safe is parsed else json.dumps(safe, ensure_ascii=False)
-    if not isinstance(arguments, (dict, list, tuple)):
-        return scrub_value(arguments, ())
-    safe = scrub_value(redact(arguments, secret_fields), secret_values(arguments, secret_fields))
-    return arguments if safe == arguments else safe
+    try:
+        if not isinstance(arguments, (dict, list, tuple)):
+            return scrub_value(arguments, ())
+        secrets = secret_values(arguments, secret_fields)
+        safe = scrub_value(redact(arguments, secret_fields), secrets)
+        return arguments if safe == arguments else safe
+    except Exception:     # a mapping whose items() raise (no model sends one): none of it is shown
+        return f"<{type(arguments).__name__} that cannot be read>"
 
 
 #: ``"name": value`` inside JSON-like text, for text that does not parse (a cut stream, a typo).

@@ -117,12 +117,6 @@ class LiveRun:
         return [line for r in self.rounds for line in r.lines()] + self.outcome()
 
 
-def _model_retries(retries: int, seed: int = 0) -> RetryController:
-    """Chapter 06's controller for one request to the model: 1, 2, 4, ... s, full jitter, ``retries`` at most."""
-    return RetryController(RetryPolicy(d0=1.0, beta=2.0, n_max=retries, jitter=Jitter.FULL), budget=retries,
-                           seed=seed)
-
-
 def ask_with_budget(chat: Any, retries: int, *, sleep: Callable[[float], Any] = time.sleep,
                     seed: int = 0) -> tuple[ModelReply, int]:
     """Ask once; on a transient SDK failure wait what the controller decides and ask again. (reply, retries spent).
@@ -131,7 +125,9 @@ def ask_with_budget(chat: Any, retries: int, *, sleep: Callable[[float], Any] = 
     the endpoint sent; ``sleep`` does the waiting (a test passes ``list.append``). When the controller says
     no, or the endpoint asks for more than ``MAX_RETRY_AFTER`` seconds, the run stops with ``LiveRunError``.
     """
-    controller, asking = _model_retries(retries, seed), request("model_request", {}, call_id="model_request")
+    policy = RetryPolicy(d0=1.0, beta=2.0, n_max=retries, jitter=Jitter.FULL)   # 1, 2, 4, ... s
+    controller = RetryController(policy, budget=retries, seed=seed)
+    asking = request("model_request", {}, call_id="model_request")
     while True:
         try:
             return chat.ask(), controller.retries_used

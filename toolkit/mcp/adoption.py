@@ -8,16 +8,17 @@ A server the host does not control can say anything (a tool that deletes can cal
 so its hints only add caution; the host's ``Trust`` lifts a safeguard. A tool in ``repeatable`` is
 ``SAFE``; one with an idempotency field ``SAFE_WITH_KEY``; any other ``UNSAFE``, through the ledger.
 Every adopted schema is closed (no ``additionalProperties``, ``patternProperties`` or
-``unevaluatedProperties`` reopen it); a schema that is not an object schema, holds a ``$ref``, a
-pattern not checkable in linear time, or compiles in no validator leaves the tool out, with a
-reason."""
+``unevaluatedProperties`` reopen it); a schema that is not an object schema, is over
+``MAX_SCHEMA_BYTES``, holds a ``$ref``, a pattern not checkable in linear time, or compiles in no
+validator leaves the tool out, with a reason."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from toolkit.kernel import Condition, Contract, Retry
-from toolkit._caps import MAX_DESCRIPTION_CHARS, MAX_SERVER_ERROR_CHARS
+from toolkit._caps import MAX_DESCRIPTION_CHARS, MAX_SCHEMA_BYTES, MAX_SERVER_ERROR_CHARS
 from toolkit._show import echo_text, shorten
 
 
@@ -48,6 +49,12 @@ def adopted_schema(input_schema: Any) -> dict[str, Any] | str:
     """The argument schema the contract enforces (closed), or why the server's cannot be used."""
     if not isinstance(input_schema, Mapping) or input_schema.get("type") != "object":
         return "its inputSchema is not an object schema"
+    try:
+        size = len(json.dumps(input_schema).encode("utf-8", "replace"))
+    except (TypeError, ValueError, RecursionError):
+        return "its inputSchema is not JSON"
+    if size > MAX_SCHEMA_BYTES:
+        return f"its inputSchema is {size} bytes, over MAX_SCHEMA_BYTES ({MAX_SCHEMA_BYTES})"
     schema = {key: value for key, value in input_schema.items() if key not in _REOPENING}
     schema["additionalProperties"] = False
     return schema
@@ -70,12 +77,8 @@ def adopt_tool(tool: Any, trust: Trust = Trust()) -> Contract | str:
     destructive = hint(tool, "destructive_hint") is True
     approval = name in trust.risky or destructive
     key_field = trust.idempotency_fields.get(name, "")
-    if name in trust.repeatable:
-        retry = Retry.SAFE
-    elif key_field:
-        retry = Retry.SAFE_WITH_KEY
-    else:
-        retry = Retry.UNSAFE
+    retry = Retry.SAFE if name in trust.repeatable else \
+        Retry.SAFE_WITH_KEY if key_field else Retry.UNSAFE
     why = "listed as risky by the host" if name in trust.risky else "the server marks it destructive"
     try:
         contract = Contract(

@@ -13,6 +13,7 @@ validates nothing, so all a call meets is the contract. No refusal carries the w
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -188,7 +189,8 @@ def registration(workspace: Path | str, tools: Iterable[str] = ("read_file",), p
 
 
 def serve_stdio(workspace: Path | str, names: Iterable[str] = ("read_file",)) -> None:
-    """Serve the catalog tools ``names`` over ``workspace`` on this process's stdin/stdout until stdin closes."""
+    """Serve the tools ``names`` over ``workspace`` on stdin/stdout until stdin closes. A line the
+    SDK cannot read (it answers nothing), a client gone mid-answer: one line each on stderr."""
     import anyio
     from mcp.server.stdio import stdio_server
 
@@ -199,8 +201,27 @@ def serve_stdio(workspace: Path | str, names: Iterable[str] = ("read_file",)) ->
           f"{os.path.realpath(workspace)} (stdout is the protocol; close stdin to stop)",
           file=sys.stderr, flush=True)
 
-    async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+    async def relay(read_stream: Any, to_server: Any) -> None:
+        async with read_stream, to_server:
+            async for message in read_stream:
+                if isinstance(message, Exception):     # the SDK would drop it, unanswered
+                    _say(f"dropped a line that is not JSON-RPC ({type(message).__name__})")
+                else:
+                    await to_server.send(message)
 
-    anyio.run(main)
+    async def main() -> None:
+        async with stdio_server() as (reading, writing), anyio.create_task_group() as tasks:
+            to_server, from_client = anyio.create_memory_object_stream(0)
+            tasks.start_soon(relay, reading, to_server)
+            await server.run(from_client, writing, server.create_initialization_options())
+
+    try:
+        anyio.run(main)
+    except* (BrokenPipeError, ConnectionResetError):
+        _say("the client closed the connection before its answer was written")
+
+
+def _say(line: str) -> None:
+    """One line on stderr, the server's log (whose reader may be gone too)."""
+    with contextlib.suppress(OSError):
+        print(f"{SERVER_NAME}: {line}", file=sys.stderr, flush=True)
