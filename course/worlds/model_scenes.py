@@ -1,4 +1,4 @@
-"""Chapters 01, 08 and 09: the packaged model (SmolLM2-135M, run by llama.cpp on this machine) in a scene.
+"""Chapters 01, 08 and 09: the packaged model (SmolLM2-135M, run by llama.cpp here) in a scene.
 
 ``model_session()`` starts llama.cpp's OpenAI-compatible server with the packaged model
 (``toolkit.live.local_model``) for one notebook section and yields a ``ModelSession``; leaving the
@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
 from toolkit.kernel import Contract
-from toolkit.live import (Endpoint, LiveConfigError, OpenAIChat, chat_for, for_llama_cpp, local_model,
-                          make_client, packaged_model, with_tool_choice)
+from toolkit.live import (Endpoint, LiveConfigError, OpenAIChat, chat_for, for_llama_cpp,
+                          local_model, make_client, packaged_model, with_tool_choice)
 
-#: The most tokens one reply may bring: a call's arguments fit, and a small model's prose stops early.
+#: The most tokens one reply may bring: a call's arguments fit; a small model's prose stops early.
 REPLY_TOKENS = 64
-#: Seconds the SDK waits for one reply: a small model on a busy two-core machine can take over a minute.
+#: Seconds the SDK waits for one reply: a small model on a busy two-core machine may need a minute.
 REPLY_SECONDS = 120.0
 
 
@@ -36,7 +36,7 @@ def model_required(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def model_missing(environ: Mapping[str, str] | None = None) -> str | None:
-    """Why the packaged model cannot run here, or None; raises ``LiveConfigError`` where it must run."""
+    """Why the packaged model cannot run here, or None; ``LiveConfigError`` where it must run."""
     try:
         packaged_model()
     except LiveConfigError as problem:
@@ -48,7 +48,7 @@ def model_missing(environ: Mapping[str, str] | None = None) -> str | None:
 
 @dataclass(frozen=True)
 class ModelSession:
-    """The packaged model's server, reached through the official SDK; ``choice`` is a tool_choice."""
+    """The packaged model's server, reached through the official SDK; ``choice``: a tool_choice."""
 
     endpoint: Endpoint
     max_tokens: int = REPLY_TOKENS
@@ -60,7 +60,7 @@ class ModelSession:
         resource = client.chat.completions
         resource.create = functools.partial(resource.create, temperature=0,
                                             max_tokens=self.max_tokens)
-        client.models.list()      # the SDK opens its own files on its first request: before any witness
+        client.models.list()      # the SDK opens its own files on a first request: before a witness
         return client
 
     def chat(self, contracts: Sequence[Contract], task: str, *, choice: str | None = None,
@@ -75,13 +75,14 @@ class ModelSession:
         The request is the one ``chat(...).ask()`` sends with ``stream=True``; the SDK's
         ``with_streaming_response`` hands over the raw lines instead of parsed chunks."""
         chat = self.chat(contracts, task, choice=choice, stream=True)
-        with chat.client.chat.completions.with_streaming_response.create(
-                model=chat.model, messages=chat.messages, tools=chat.tools(), stream=True) as response:
+        raw = chat.client.chat.completions.with_streaming_response
+        with raw.create(model=chat.model, messages=chat.messages, tools=chat.tools(),
+                        stream=True) as response:
             yield from response.iter_lines()
 
 
 @contextmanager
 def model_session(max_tokens: int = REPLY_TOKENS) -> Iterator[ModelSession]:
-    """Serve the packaged model on 127.0.0.1 for the block, yield a ``ModelSession``, then stop it."""
+    """Serve the packaged model on 127.0.0.1 for the block, yield a ``ModelSession``, stop it."""
     with local_model() as endpoint:
         yield ModelSession(endpoint, max_tokens)
