@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("notebooks", "solutions")
 KERNEL_NAME = "python3"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": KERNEL_NAME}
-CELL_TIMEOUT = 120  # seconds; the same as pytest's --nbval-cell-timeout
+CELL_TIMEOUT = 300  # seconds; the same as pytest's --nbval-cell-timeout (a packaged-model cell on a busy machine)
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 

@@ -31,12 +31,6 @@ WIDTH = 100
 NOTEBOOK_FOLDERS = ("notebooks", "solutions", "exercises")
 #: Not reformatted yet: notebooks, and folders or files of Python code (paths from the root).
 NOT_YET = {
-    "notebooks/01_a_request_is_not_an_action.ipynb",
-    "notebooks/03_agent427_import_failure.ipynb",
-    "notebooks/05_ledger_and_duplicate_invoice.ipynb",
-    "notebooks/07_records_audit_measuring.ipynb",
-    "notebooks/08_streaming_and_parallel_calls.ipynb",
-    "notebooks/09_your_model_at_the_boundary.ipynb",
     "toolkit",
     "course",
     "tests",
