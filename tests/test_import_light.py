@@ -46,6 +46,15 @@ def test_import_toolkit_loads_no_presentation_or_format_extras():
     assert clashes(modules, PRESENTATION + FORMAT_EXTRAS + HEAVY) == []
 
 
+def test_import_toolkit_leaves_references_to_the_first_schema_that_has_one():
+    """The toolkit's contracts have no ``$ref``: checking them at import needs no ``referencing``."""
+    assert clashes(loaded_after("import toolkit"), ("referencing", "attr", "attrs")) == []
+    resolved = loaded_after("from toolkit._schema import declaration_problems as problems\n"
+                            "assert problems({'$ref': '#/$defs/a', '$defs': {'a': {}}}) == []\n"
+                            "assert 'resolves to nothing' in problems({'$ref': '#/$defs/b'})[0]")
+    assert "referencing" in resolved
+
+
 def test_every_concept_module_imports_without_presentation():
     names = ["toolkit." + ".".join(p.relative_to(PACKAGE).with_suffix("").parts) for p in concept_modules()]
     names = [n.removesuffix(".__init__") for n in names]
