@@ -1,7 +1,6 @@
 """The notebook suite under strict nbval, against the same number of one-cell notebooks, in one go.
 
     python benchmarks/bench_notebooks.py
-    python benchmarks/bench_notebooks.py --no-bytecode-cache   # as CI runs: PYTHONDONTWRITEBYTECODE
 
 Both runs use this interpreter and the project's pytest settings (strict nbval, the sanitizer, the
 kernel of the current environment), on one worker (``-n 0``: the suite's two workers would hide cell
@@ -20,29 +19,20 @@ call alone) and the benchmark reports:
   (``RESULT nbval_course_vs_one_cell``);
 * the model's time: those tagged cells' total, apart (``RESULT nbval_packaged_model_s``, seconds).
 
-Both runs cache bytecode, as Python does on a learner's machine: a kernel imports the toolkit and
-the course's modules from ``__pycache__``, compiled before the runs (the folders the benchmark made
-are removed after it). CI sets ``PYTHONDONTWRITEBYTECODE`` to keep its checkout clean, so there
-every kernel compiles those modules from source again, a cost of that setting, not of the cells;
-``--no-bytecode-cache`` measures that way (the one-cell notebooks import none of them either way).
-
-It also prints the slowest of the course's own cells, and the machine's load average at the start
-and at the end: wall-clock figures run slower on a machine busy with other work.
+It also prints the CPU time of pytest and its kernels on each side (a busy machine hardly moves it),
+the slowest of the course's own cells, and the machine's load average at the start and at the end:
+wall-clock figures run slower on a machine busy with other work.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 AIM = 1.6
@@ -70,26 +60,7 @@ def one_cell_notebooks(folder: Path, count: int) -> list[Path]:
     return paths
 
 
-@contextmanager
-def bytecode_cached(cached: bool = True) -> Iterator[dict[str, str]]:
-    """The runs' environment: with ``cached``, Python writes and reads bytecode, and the course's
-    modules are compiled first; the ``__pycache__`` folders that were not there before go after."""
-    if not cached:
-        yield dict(os.environ)
-        return
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    there = set(ROOT.rglob("__pycache__"))
-    try:
-        compile_all = [sys.executable, "-m", "compileall", "-q", "toolkit", "course", "conftest.py"]
-        subprocess.run(compile_all, cwd=ROOT, env=env, check=True)
-        yield env
-    finally:
-        for folder in set(ROOT.rglob("__pycache__")) - there:
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-def nbval(paths: list[Path], env: dict[str, str],
-          report: Path | None = None) -> tuple[float, float]:
+def nbval(paths: list[Path], report: Path | None = None) -> tuple[float, float]:
     """Seconds for one strict nbval run over ``paths`` (it must pass): wall-clock, and the CPU time
     of pytest and the kernels it ran. ``report``: where to write a JUnit report of each cell's time
     (the call alone)."""
@@ -98,7 +69,7 @@ def nbval(paths: list[Path], env: dict[str, str],
                "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"), "-n", "0", *extra,
                *map(str, paths)]
     used, started = cpu_seconds(), time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"nbval failed:\n{done.stdout[-2000:]}")
     return time.perf_counter() - started, cpu_seconds() - used
@@ -135,21 +106,16 @@ def load() -> str:
     return f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "?"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--no-bytecode-cache", action="store_true",
-                        help="keep this environment's PYTHONDONTWRITEBYTECODE (as CI runs)")
-    options = parser.parse_args(argv)
+def main() -> int:
     course = course_notebooks()
     load_at_start = load()
-    with tempfile.TemporaryDirectory(prefix="bench-notebooks-") as folder, \
-            bytecode_cached(not options.no_bytecode_cache) as env:
+    with tempfile.TemporaryDirectory(prefix="bench-notebooks-") as folder:
         plain = one_cell_notebooks(Path(folder), len(course))
         report = Path(folder) / "course.xml"
-        nbval(plain[:1], env)                         # warm the file caches
-        before, plain_cpu = nbval(plain, env)
-        chapters, course_cpu = nbval(course, env, report)
-        after, _ = nbval(plain, env)
+        nbval(plain[:1])                              # warm the file and bytecode caches
+        before, plain_cpu = nbval(plain)
+        chapters, course_cpu = nbval(course, report)
+        after, _ = nbval(plain)
         cells = cell_times(report, course)
     baseline = (before + after) / 2
     model = [c for c in cells if c[3]]
@@ -167,8 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     print("slowest of the course's own cells:")
     for seconds, notebook, number, _ in sorted((c for c in cells if not c[3]), reverse=True)[:8]:
         print(f"  {seconds:5.2f} s  {notebook} Cell {number}")
-    cache = "off (PYTHONDONTWRITEBYTECODE as set)" if options.no_bytecode_cache else "on"
-    print(f"bytecode cache {cache}; load average {load_at_start} at the start, {load()} at the end")
+    print(f"load average {load_at_start} at the start, {load()} at the end")
     verdict = "ok" if ratio <= AIM else "missed"
     print(f"RESULT nbval_course_vs_one_cell {ratio:.2f} aim<={AIM} {verdict}")
     print(f"RESULT nbval_packaged_model_s {model_time:.1f}")
