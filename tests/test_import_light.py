@@ -55,6 +55,26 @@ def test_import_toolkit_leaves_references_to_the_first_schema_that_has_one():
     assert "referencing" in resolved
 
 
+def test_the_collector_is_paused_for_an_import_and_then_as_it_was():
+    import gc
+
+    from toolkit._formats import collector_paused
+
+    assert gc.isenabled()
+    with pytest.raises(ImportError):
+        with collector_paused():
+            assert not gc.isenabled()
+            import no_such_module_here  # noqa: F401
+    assert gc.isenabled(), "the collector is back on after the block, even when the import failed"
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled(), "a collector turned off before the block stays off"
+    finally:
+        gc.enable()
+
+
 def test_every_concept_module_imports_without_presentation():
     names = ["toolkit." + ".".join(p.relative_to(PACKAGE).with_suffix("").parts) for p in concept_modules()]
     names = [n.removesuffix(".__init__") for n in names]
