@@ -7,9 +7,13 @@ leave those folders in the machine's temporary directory.
 
 The run therefore sets ``TMPDIR`` to a folder of its own (``course-tests-*``) before any worker,
 kernel or server starts; they all inherit it, so whatever they leave behind is inside it, and the
-folder is removed when the run ends. pytest's own ``tmp_path`` folders stay where they were (this
-process had already chosen its temporary directory). An xdist worker, or a run started by a test,
-finds ``COURSE_TEST_TMPDIR`` already set and leaves the folder to the run that made it.
+folder is removed when the run ends. This process's own temporary files go there too (as an xdist
+worker's do: it starts with ``TMPDIR`` set), and so do pytest's ``tmp_path`` folders (its base
+folder, ``--basetemp``, unless one was given, is ``pytest`` inside it; each xdist worker's is a
+folder inside that), so a run leaves nothing in the machine's temporary directory: not the course
+copies and server logs of the browser tests, not pytest's last three runs. An xdist worker, or a
+run started by a test, finds ``COURSE_TEST_TMPDIR`` already set and leaves the folder to the run
+that made it.
 """
 from __future__ import annotations
 
@@ -17,17 +21,22 @@ import os
 import shutil
 import tempfile
 
+import pytest
+
 RUN_TMPDIR = "COURSE_TEST_TMPDIR"
 _made: dict[str, str | None] = {}
 
 
+@pytest.hookimpl(tryfirst=True)     # before pytest's own tmp_path plugin reads --basetemp
 def pytest_configure(config) -> None:
     if os.environ.get(RUN_TMPDIR):
         return
-    tempfile.gettempdir()                       # this process keeps the temporary directory it had
     folder = tempfile.mkdtemp(prefix="course-tests-")
-    _made.update(folder=folder, previous=os.environ.get("TMPDIR"))
+    _made.update(folder=folder, previous=os.environ.get("TMPDIR"), tempdir=tempfile.tempdir)
     os.environ["TMPDIR"] = os.environ[RUN_TMPDIR] = folder
+    tempfile.tempdir = folder                   # this process's own temporary files, as its workers' do
+    if config.option.basetemp is None:
+        config.option.basetemp = os.path.join(folder, "pytest")
 
 
 def pytest_unconfigure(config) -> None:
@@ -40,4 +49,5 @@ def pytest_unconfigure(config) -> None:
     else:
         os.environ["TMPDIR"] = previous
     os.environ.pop(RUN_TMPDIR, None)
+    tempfile.tempdir = _made.pop("tempdir")
     shutil.rmtree(folder, ignore_errors=True)

@@ -237,14 +237,14 @@ def _refs(value: Any, depth: int = 0) -> Iterator[str]:
 def declaration_problems(schema: Any) -> list[str]:
     """One line for each thing that makes ``schema`` unfit to declare: a ``$ref`` that is not local
     or resolves to nothing (nothing is fetched), a pattern ``pattern_problems`` refuses."""
-    from referencing.jsonschema import DRAFT202012
-
     problems = []
     for ref in dict.fromkeys(_refs(schema)):
         if not ref.startswith("#"):
             problems.append(f"$ref {echo_text(ref)!r} points outside the schema (a schema is never "
                             "fetched or opened): define it under $defs, refer to it as '#/$defs/...'")
             continue
+        from referencing.jsonschema import DRAFT202012     # only a schema with a $ref needs it
+
         try:
             _registry().resolver_with_root(DRAFT202012.create_resource(schema)).lookup(ref)
         except Exception:   # referencing.exceptions.Unresolvable, or an $id that is not text

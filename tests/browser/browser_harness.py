@@ -65,6 +65,13 @@ LAB_SETTINGS = {
 OPEN_COURSE = ("scripts/open_course.py",)
 #: JupyterLab with none of the course's settings: the same folder, a bare ``jupyter lab``.
 PLAIN_LAB = ("-m", "jupyter", "lab")
+#: How long a server may take to answer on a busy machine (other work on both cores): every wait
+#: here is on a state (the server answers, a process is gone), so these bound a hang, not a step.
+START_S = 180.0
+#: How long one request to a server may take (starting a kernel answers only once it started).
+REQUEST_S = 120.0
+#: How long the processes of a stopped server (or browser) may take to be gone.
+GONE_S = 60.0
 #: What a learner's copy of the repository does not hold (or only this machine made).
 NOT_COPIED = (".git", "artifacts", ".venv", "venv", "build", "*.egg-info", "__pycache__", ".ipynb_checkpoints",
               ".pytest_cache", ".hypothesis", ".benchmarks")
@@ -171,7 +178,7 @@ class ManagedProcess:
         text = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
         return "\n".join(text[-lines:])
 
-    def stop(self, grace: float = 8.0) -> list[int]:
+    def stop(self, grace: float = 30.0) -> list[int]:
         """Stop the server and everything it started; return the pids still alive afterwards (none, normally)."""
         if self in _LIVE:
             _LIVE.remove(self)
@@ -181,7 +188,7 @@ class ManagedProcess:
             self.popen.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             pass
-        left = wait_gone(self.marker, 2.0)
+        left = wait_gone(self.marker, 10.0)      # a kernel the server stopped may still be exiting
         if left or self.alive():
             _signal_all(left, signal.SIGTERM)
             try:
@@ -193,7 +200,7 @@ class ManagedProcess:
                 self.popen.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
-            left = wait_gone(self.marker, 5.0)
+            left = wait_gone(self.marker, GONE_S)
         self._log.close()
         return left
 
@@ -253,7 +260,8 @@ def jupyter_env(base: Path) -> dict[str, str]:
     return env
 
 
-def _get(url: str, token: str | None = None, method: str = "GET", timeout: float = 5.0) -> tuple[int, bytes]:
+def _get(url: str, token: str | None = None, method: str = "GET",
+         timeout: float = REQUEST_S) -> tuple[int, bytes]:
     request = urllib.request.Request(url, method=method, data=b"{}" if method == "POST" else None)
     if token:
         request.add_header("Authorization", f"token {token}")
@@ -289,7 +297,8 @@ class Lab:
 
     START_PAGE = "notebooks/00_start_here.ipynb"
 
-    def __init__(self, course: Path, base: Path, timeout: float = 90.0, command: tuple[str, ...] = OPEN_COURSE):
+    def __init__(self, course: Path, base: Path, timeout: float = START_S,
+                 command: tuple[str, ...] = OPEN_COURSE):
         self.port, self.token = free_port(), secrets.token_hex(16)
         self.url = f"http://127.0.0.1:{self.port}"
         base.mkdir(parents=True, exist_ok=True)
@@ -321,7 +330,7 @@ class Lab:
         except ValueError:
             return status, body
 
-    def opened_address(self, timeout: float = 30.0) -> str:
+    def opened_address(self, timeout: float = START_S) -> str:
         """The address the server asked the browser to open (the README command opens the start page)."""
         _wait("the browser hand-off", self.process, lambda: self.opened.is_file() and self.opened.read_text().strip(),
               timeout)
@@ -337,7 +346,7 @@ class Lab:
 class Voila:
     """``python scripts/show_chapter.py notebooks/<name>.ipynb --no-browser``: projector view."""
 
-    def __init__(self, course: Path, name: str, base: Path, timeout: float = 90.0):
+    def __init__(self, course: Path, name: str, base: Path, timeout: float = START_S):
         self.port, self.token = free_port(), secrets.token_hex(16)
         self.url = f"http://127.0.0.1:{self.port}/?token={self.token}"
         folder = base / f"voila-{name}"
@@ -369,7 +378,7 @@ def _hold_lab(base: Path) -> None:
     course = scratch_course(base / "course")
     lab = Lab(course, base)
     status, kernel = lab.api("/api/kernels", method="POST")
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + START_S
     while not lab.kernel_pids() and time.monotonic() < deadline:
         time.sleep(0.1)
     print(json.dumps({"marker": lab.process.marker, "server": lab.process.pid, "kernel_status": status,

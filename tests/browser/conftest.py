@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import browser_harness as harness
-from widget_driver import FIRST_RUN, LATENCY, START_PAGE_IN_FRONT
+from widget_driver import FIRST_RUN, LATENCY, START_PAGE_IN_FRONT, WAIT_MS
 
 REQUIRE_BROWSER = os.environ.get("REQUIRE_BROWSER") == "1"
 #: Where screenshots go without ``BROWSER_ARTIFACTS`` (README.md and INSTRUCTORS.md say so).
@@ -86,7 +86,7 @@ def browser():
             chromium.close()
     finally:
         playwright.stop()
-        left = harness.wait_gone(marker, 10.0)
+        left = harness.wait_gone(marker, harness.GONE_S)
         for pid in left:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -126,16 +126,16 @@ def lab_page(browser, lab, lab_requests):
     """
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
-    page.set_default_timeout(60_000)
+    page.set_default_timeout(WAIT_MS)       # every wait is on a state; this only bounds a hang
     page.on("request", lambda request: lab_requests.append(request.url))
     try:
         address = lab.opened_address()
         FIRST_RUN["server up (s)"] = round(lab.up_seconds, 2)
         FIRST_RUN["_page requested"] = time.monotonic()
-        page.goto(address)
+        page.goto(address, timeout=WAIT_MS)
         # whichever test uses the tab first, JupyterLab has finished opening the start page before it acts
         # (else the start page, restored late, would take the front from the notebook a test just opened)
-        page.wait_for_function(START_PAGE_IN_FRONT, timeout=180_000, polling=100)
+        page.wait_for_function(START_PAGE_IN_FRONT, timeout=WAIT_MS, polling=100)
         # what loaded first, kept for the tests that check it whenever they run in this shared tab
         FIRST_RUN["_first address"], FIRST_RUN["_start page shown"] = page.url, time.monotonic()
         yield page
@@ -147,7 +147,7 @@ def lab_page(browser, lab, lab_requests):
 def page(browser):
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
-    page.set_default_timeout(60_000)
+    page.set_default_timeout(WAIT_MS)
     try:
         yield page
     finally:

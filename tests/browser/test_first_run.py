@@ -230,7 +230,8 @@ def test_the_start_page_is_what_loads(lab, lab_page, course: Path, artifacts: Pa
         drive.FIRST_RUN["_start page shown"] - drive.FIRST_RUN["_page requested"], 2)
     if not page.evaluate(drive.START_PAGE_IN_FRONT):   # a test before this one used the tab
         drive.open_in_lab(page, "00_start_here")
-    page.get_by_role("heading", name=start_page_title()).wait_for(state="visible", timeout=60_000)
+    heading = page.get_by_role("heading", name=start_page_title())
+    heading.wait_for(state="visible", timeout=drive.WAIT_MS)
     drive.wait_for_kernel(page, START_PAGE)
     drive.FIRST_RUN["its kernel ready (s)"] = round(time.monotonic() - drive.FIRST_RUN["_page requested"], 2)
     (artifacts / "first_run.json").write_text(
@@ -261,7 +262,7 @@ def test_a_chapter_opened_from_the_file_browser_is_unchanged(lab_page, course: P
     page = lab_page
     show_file_browser(page)
     open_folder(page, "notebooks")
-    item(page, Path(FIRST_CHAPTER).name).dblclick()
+    item(page, Path(FIRST_CHAPTER).name).dblclick(timeout=drive.WAIT_MS)
     drive.wait_for_kernel(page, FIRST_CHAPTER)
     try:
         page.screenshot(path=str(artifacts / "first-run-3-chapter-01.png"))
@@ -275,15 +276,15 @@ def test_exercises_are_reached_by_clicking_through_the_file_browser(lab_page, co
     show_file_browser(page)
     go_home(page)                                             # up to the course folder
     for folder in ("exercises", "notebooks", "solutions", "toolkit"):
-        item(page, folder).wait_for(state="visible", timeout=10_000)
-    item(page, "exercises").dblclick()
+        item(page, folder).wait_for(state="visible", timeout=drive.WAIT_MS)
+    enter(page, "exercises")
     expected = sorted(p.name for p in (course / "exercises").glob("*.ipynb"))
     for name in expected:
-        item(page, name).wait_for(state="visible", timeout=10_000)
+        item(page, name).wait_for(state="visible", timeout=drive.WAIT_MS)
     assert listed(page) == expected
     page.screenshot(path=str(artifacts / "first-run-4-exercises.png"))
 
-    item(page, Path(FIRST_EXERCISE).name).dblclick()
+    item(page, Path(FIRST_EXERCISE).name).dblclick(timeout=drive.WAIT_MS)
     drive.wait_for_kernel(page, FIRST_EXERCISE)
     try:
         page.screenshot(path=str(artifacts / "first-run-5-exercise-01.png"))
@@ -293,9 +294,9 @@ def test_exercises_are_reached_by_clicking_through_the_file_browser(lab_page, co
 
     # the module the start page says to open is reachable the same way
     go_home(page)
-    item(page, "toolkit").dblclick()
-    item(page, "kernel").dblclick()
-    item(page, "legality.py").wait_for(state="visible", timeout=10_000)
+    enter(page, "toolkit")
+    enter(page, "toolkit/kernel")
+    item(page, "legality.py").wait_for(state="visible", timeout=drive.WAIT_MS)
     open_folder(page, "notebooks")                            # leave the browser where the course starts
     check_unchanged(state, FIRST_EXERCISE, course)
 
@@ -307,8 +308,8 @@ def test_a_bare_jupyter_lab_would_have_asked(browser, course: Path, scratch: Pat
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         try:
             page = context.new_page()
-            page.goto(f"{plain.url}/lab?token={plain.token}", timeout=60_000)
-            page.get_by_text(NEWS_PROMPT).wait_for(state="visible", timeout=30_000)
+            page.goto(f"{plain.url}/lab?token={plain.token}", timeout=drive.WAIT_MS)
+            page.get_by_text(NEWS_PROMPT).wait_for(state="visible", timeout=drive.WAIT_MS)
             page.screenshot(path=str(artifacts / "first-run-0-bare-jupyter-lab.png"))
             assert page.locator(".Toastify__toast").count() >= 1
             assert page.locator(".jp-Notification-Status-Text").inner_text().strip() != "0"
@@ -322,7 +323,7 @@ def test_a_bare_jupyter_lab_would_have_asked(browser, course: Path, scratch: Pat
 # ------------------------------------------------------------------ helpers
 def wait_restored(page) -> None:
     """Wait until JupyterLab has started and restored its layout (the news prompt comes after that)."""
-    page.wait_for_function("() => !!window.jupyterapp")
+    page.wait_for_function(drive.LAB_READY, timeout=drive.WAIT_MS, polling=100)
     page.evaluate("() => window.jupyterapp.restored.then(() => true)")
 
 
@@ -330,8 +331,9 @@ def show_file_browser(page) -> None:
     """Open the left sidebar's file browser if it is not showing (a click on its tab)."""
     wait_restored(page)                                   # the layout is what it is going to be
     if not page.locator("#filebrowser").is_visible():
-        page.locator('.lm-TabBar-tab[data-id="filebrowser"]').click()
-    page.locator("#filebrowser .jp-DirListing-content").wait_for(state="visible")
+        page.locator('.lm-TabBar-tab[data-id="filebrowser"]').click(timeout=drive.WAIT_MS)
+    listing = page.locator("#filebrowser .jp-DirListing-content")
+    listing.wait_for(state="visible", timeout=drive.WAIT_MS)
 
 
 def item(page, name: str):
@@ -344,17 +346,58 @@ def listed(page) -> list[str]:
     return sorted(t.strip() for t in page.locator("#filebrowser .jp-DirListing-itemText").all_inner_texts())
 
 
+#: True once the file browser lists the folder ``path`` ("" is the course folder): its model has
+#: that path, no listing is still on its way, and the crumbs show it.
+IN_FOLDER = """(path) => {
+  const app = window.jupyterapp;
+  if (!app) return false;
+  for (const w of app.shell.widgets('left')) {
+    if (w.id !== 'filebrowser') continue;
+    const crumb = path === ''
+      || !!w.node.querySelector('.jp-BreadCrumbs-item[data-path="' + path + '"]');
+    return w.model.path === path && !w.model._pending && crumb;
+  }
+  return false;
+}"""
+
+
+#: What the file browser shows: its model's path, whether a listing is on its way, the crumbs.
+FOLDER_SHOWN = """() => {
+  for (const w of window.jupyterapp.shell.widgets('left')) {
+    if (w.id !== 'filebrowser') continue;
+    return {path: w.model.path, pending: !!w.model._pending,
+            crumbs: [...w.node.querySelectorAll('.jp-BreadCrumbs-item')].map(c => c.dataset.path),
+            items: [...w.node.querySelectorAll('.jp-DirListing-itemText')].map(i => i.innerText)};
+  }
+  return null;
+}"""
+
+
+def wait_in_folder(page, path: str) -> None:
+    """Wait until the file browser lists ``path`` (in the course folder; "" for the folder)."""
+    try:
+        page.wait_for_function(IN_FOLDER, arg=path, timeout=drive.WAIT_MS, polling=100)
+    except Exception as error:      # a Playwright timeout: say what the file browser shows instead
+        raise AssertionError(f"the file browser did not list {path!r}; it shows "
+                             f"{page.evaluate(FOLDER_SHOWN)}") from error
+
+
 def go_home(page) -> None:
-    """Click the file browser's first crumb: the server's root, the course folder."""
-    page.locator("#filebrowser .jp-BreadCrumbs-home").click()
+    """Click the file browser's first crumb (the course folder); wait until it is listed."""
+    page.locator("#filebrowser .jp-BreadCrumbs-home").click(timeout=drive.WAIT_MS)
+    wait_in_folder(page, "")
+
+
+def enter(page, path: str) -> None:
+    """Double-click the entry of the folder ``path`` in the listing; wait until it is listed."""
+    item(page, path.rsplit("/", 1)[-1]).dblclick(timeout=drive.WAIT_MS)
+    wait_in_folder(page, path)
 
 
 def open_folder(page, folder: str) -> None:
     """Go to ``folder`` (a child of the course folder) by clicking: the course folder, then the folder."""
     go_home(page)
-    item(page, folder).dblclick()
-    page.locator(f'#filebrowser .jp-BreadCrumbs-item[data-path="{folder}"]').wait_for(state="visible",
-                                                                                      timeout=10_000)
+    enter(page, folder)
 
 
 def assert_unchanged_after_kernel(page, path: str, course: Path) -> None:

@@ -37,15 +37,15 @@ def needs_the_check() -> None:
 def answer_wrong_then_right(page, front_end: str, artifacts: Path) -> None:
     wrong, right = answer_steps(CHAPTER, 0)
     display = drive.display_of(page, wrong)
-    display.first.wait_for(state="attached", timeout=60_000)
+    display.first.wait_for(state="attached", timeout=drive.WAIT_MS)
     assert display.count() == 1, f"expected one knowledge check around {ANSWER!r}"
     drive.wait_until_shown(page, display, (f"chapter {CHAPTER}, question 1 of", "your answer: none yet",
                                            "score: 0 of"), what=f"{NAME} ({front_end}) before answering")
     for number, step in enumerate((wrong, right), 1):
         text = drive.do_step(page, step, f"{NAME} ({front_end}): {CLAIM}")
         box = drive.control_box(page, step)
-        page.wait_for_function(CHOSEN, arg=[box.element_handle(), str(step.value)], timeout=10_000,
-                               polling=20)
+        page.wait_for_function(CHOSEN, arg=[box.element_handle(), str(step.value)],
+                               timeout=drive.WAIT_MS, polling=20)
         assert ("score: 1 of" in text) == (step is right), text
         assert display.locator(".tk-text").is_visible(), "the question and the verdict are on the page"
         box.locator(drive.PANEL_BOX).screenshot(path=str(artifacts / f"{front_end}-check-{number}.png"))
@@ -66,7 +66,7 @@ def test_a_wrong_then_the_right_answer_in_voila(voila_ready, course: Path, scrat
     needs_the_check()
     server = harness.Voila(course, NAME, scratch / "voila-check")
     try:
-        page.goto(server.url, timeout=180_000)        # Voila runs every cell before the page is complete
+        page.goto(server.url, timeout=drive.RUN_ALL_MS)   # Voila runs every cell first
         shown = page.evaluate("document.body.textContent")
         assert "Traceback (most recent call last)" not in shown, f"{NAME}: a cell failed in Voila"
         assert "knowledge_check(" not in page.locator("body").inner_text(), "Voila shows code"

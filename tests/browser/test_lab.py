@@ -43,7 +43,8 @@ def test_the_readme_command_opens_the_start_page(lab, lab_page, artifacts: Path)
     first = drive.FIRST_RUN["_first address"]   # what the tab showed first (it is shared by the run)
     assert re.search(drive.START_PAGE_ADDRESS, first), f"the README's command landed on {first}"
     drive.open_in_lab(page, "00_start_here")   # in front again (other tests use this tab too)
-    page.get_by_role("heading", name=start_page_title()).wait_for(state="visible", timeout=60_000)
+    heading = page.get_by_role("heading", name=start_page_title())
+    heading.wait_for(state="visible", timeout=drive.WAIT_MS)
     drive.run_all_in_lab(page)
     shown = "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())   # what the cells printed
     # the environment check ran in the browser's kernel and found nothing missing or too old
@@ -63,7 +64,7 @@ def test_widget_in_lab(name: str, lab_page, artifacts: Path):
     try:
         drive.run_all_in_lab(page)
         display = drive.display_of(page, chapter.steps[0])
-        display.first.wait_for(state="attached", timeout=30_000)
+        display.first.wait_for(state="attached", timeout=drive.WAIT_MS)
         assert display.count() == 1, f"{name}: expected one panel around {chapter.steps[0].label!r}"
         drive.wait_until_shown(page, display, chapter.first, what=f"{name} after run all")
         summary = drive.operate(page, display, chapter, "lab", name, artifacts, CLICKS)

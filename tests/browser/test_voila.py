@@ -58,14 +58,14 @@ def test_widget_in_voila(name: str, voila_ready, course: Path, scratch: Path, pa
     page.on("request", lambda request: requested.append(request.url))
     server = harness.Voila(course, name, scratch / "voila")
     try:
-        page.goto(server.url, timeout=180_000)        # Voila runs every cell before the page is complete
+        page.goto(server.url, timeout=drive.RUN_ALL_MS)   # Voila runs every cell first
         shown = page.evaluate("document.body.textContent")   # hidden too: Voila keeps its spinner after a failure
         for sign in ("Traceback (most recent call last)", "There was an error when executing cell"):
             if sign in shown:
                 start = max(0, shown.index(sign) - 300)
                 pytest.fail(f"{name}: a cell failed in Voila:\n{shown[start:start + 1500]}", pytrace=False)
         display = drive.display_of(page, chapter.steps[0])
-        display.first.wait_for(state="attached", timeout=60_000)
+        display.first.wait_for(state="attached", timeout=drive.WAIT_MS)
         assert display.count() == 1, f"{name}: expected one panel around {chapter.steps[0].label!r}"
         drive.wait_until_shown(page, display, chapter.first, what=f"{name} in Voila")
 

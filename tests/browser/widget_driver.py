@@ -16,6 +16,13 @@ from pathlib import Path
 
 from widget_chapters import Step
 
+#: How long any wait on the page may last: every wait is on a state (a kernel idle, a text shown, a
+#: value chosen), so this bounds a hang, not a step; a busy machine (other work on both cores) can
+#: take tens of seconds to start a kernel, list a folder or answer a click.
+WAIT_MS = 180_000
+#: Longer for running a whole notebook, whose cells start processes and servers of their own.
+RUN_ALL_MS = 600_000
+
 #: The address the README's command lands on: the start page (in a JupyterLab workspace, or not).
 START_PAGE_ADDRESS = r"/lab/(workspaces/[^/]+/)?tree/notebooks/00_start_here\.ipynb"
 
@@ -60,7 +67,7 @@ ALL_RAN = """() => {
 
 
 # ------------------------------------------------------------------ JupyterLab
-def wait_for_kernel(page, path: str, timeout_ms: int = 90_000) -> None:
+def wait_for_kernel(page, path: str, timeout_ms: int = WAIT_MS) -> None:
     """Wait until the notebook ``path`` is in front and its kernel really is ready.
 
     The toolbar says "Idle" before the kernel's connection is up, and a "run all" sent then
@@ -73,7 +80,7 @@ def wait_for_kernel(page, path: str, timeout_ms: int = 90_000) -> None:
 LAB_READY = "() => !!window.jupyterapp"
 
 
-def open_in_lab(page, name: str, folder: str = "notebooks", timeout_ms: int = 90_000) -> None:
+def open_in_lab(page, name: str, folder: str = "notebooks", timeout_ms: int = WAIT_MS) -> None:
     """Open ``<folder>/<name>.ipynb`` (as a double click in the file browser does) and wait for its kernel.
 
     Paths are relative to the server's root, the course's folder (``scripts/open_course.py``).
@@ -85,28 +92,65 @@ def open_in_lab(page, name: str, folder: str = "notebooks", timeout_ms: int = 90
     wait_for_kernel(page, path, timeout_ms)
 
 
-#: Once the kernel of the notebook ``path`` has connected and JupyterLab has its kernel info and
-#: spec (which it writes into the notebook's metadata), whether the notebook counts as changed.
-UNSAVED_STATE = """async (path) => {
+#: Once the kernel of the notebook ``path`` has connected: its details, kept for ``WRITTEN`` and
+#: ``UNSAVED_STATE`` (JupyterLab writes them into the notebook's metadata when they arrive).
+KERNEL_DETAILS = """async (path) => {
   const w = window.jupyterapp.shell.currentWidget;
   if (!w || !w.context || w.context.path !== path) throw new Error(path + ' is not the current tab');
   const kernel = w.sessionContext.session.kernel;
-  const info = await kernel.info;
-  await kernel.spec;
-  await new Promise(resolve => setTimeout(resolve, 1000));   // the notebook's own handlers run after these
+  window.__kernelDetails = {path, name: kernel.name, info: await kernel.info};
+  return true;
+}"""
+
+#: True once JupyterLab has written the kernel's language_info and name into the notebook ``path``,
+#: and the tab shows the dirty state the notebook then has (the tab bar redraws a moment later).
+WRITTEN = """(path) => {
+  const w = window.jupyterapp.shell.currentWidget, d = window.__kernelDetails;
+  if (!w || !w.context || w.context.path !== path || !d || d.path !== path) return false;
+  const canonical = (value) => JSON.stringify(value, (key, x) =>
+    x && typeof x === 'object' && !Array.isArray(x)
+      ? Object.fromEntries(Object.entries(x).sort()) : x);
+  const model = w.context.model, spec = model.getMetadata('kernelspec') || {};
+  const tab = document.querySelector('.lm-TabBar-tab[data-id="' + w.id + '"]');
+  return canonical(model.getMetadata('language_info')) === canonical(d.info.language_info)
+    && spec.name === d.name && !!tab && tab.classList.contains('jp-mod-dirty') === model.dirty;
+}"""
+
+#: What ``WRITTEN`` compares, for a failure message.
+WRITTEN_STATE = """(path) => {
+  const w = window.jupyterapp.shell.currentWidget, d = window.__kernelDetails;
+  const tab = w && document.querySelector('.lm-TabBar-tab[data-id="' + w.id + '"]');
+  return {current: w && w.context ? w.context.path : null, kernel: d || null,
+          language_info: w && w.context ? w.context.model.getMetadata('language_info') : null,
+          kernelspec: w && w.context ? w.context.model.getMetadata('kernelspec') : null,
+          dirty: w && w.context ? w.context.model.dirty : null, tab: tab ? tab.className : null};
+}"""
+
+#: Whether the notebook ``path`` counts as changed, with both language_infos (after ``WRITTEN``).
+UNSAVED_STATE = """(path) => {
+  const w = window.jupyterapp.shell.currentWidget, d = window.__kernelDetails;
   const tab = document.querySelector('.lm-TabBar-tab[data-id="' + w.id + '"]');
   return {dirty: w.context.model.dirty, tab: tab ? tab.className : null,
           language_info: w.context.model.getMetadata('language_info'),
-          kernel_language_info: info.language_info};
+          kernel_language_info: d.info.language_info};
 }"""
 
 
-def unsaved_state(page, path: str) -> dict:
-    """``dirty`` (the model), ``tab`` (the tab's classes: ``jp-mod-dirty`` is the dot) and both language_infos."""
+def unsaved_state(page, path: str, timeout_ms: int = WAIT_MS) -> dict:
+    """``dirty`` (the model), ``tab`` (its classes; ``jp-mod-dirty``: the dot), both language_infos.
+
+    Read once JupyterLab has written the kernel's details into the notebook: a wait on that state,
+    not on a clock, so a slow page is read when it is ready, never before."""
+    page.evaluate(KERNEL_DETAILS, path)
+    try:
+        page.wait_for_function(WRITTEN, arg=path, timeout=timeout_ms, polling=100)
+    except Exception as error:      # a Playwright timeout: say what the notebook holds instead
+        raise AssertionError(f"{path}: JupyterLab did not write the kernel's details into the "
+                             f"notebook; {page.evaluate(WRITTEN_STATE, path)}") from error
     return page.evaluate(UNSAVED_STATE, path)
 
 
-def run_all_in_lab(page, timeout_ms: int = 120_000) -> None:
+def run_all_in_lab(page, timeout_ms: int = RUN_ALL_MS) -> None:
     """Run > Run All Cells, then wait for every code cell to finish (a failing cell fails the test)."""
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells').then(() => true)")
     page.wait_for_function(ALL_RAN, timeout=timeout_ms, polling=100)
@@ -161,7 +205,7 @@ def apply(page, step: Step, before_input=lambda: None, scroll: bool = True) -> N
 
 
 def wait_until_shown(page, display, shows: tuple[str, ...], hides: tuple[str, ...] = (),
-                     timeout_ms: int = 10_000, what: str = "") -> str:
+                     timeout_ms: int = WAIT_MS, what: str = "") -> str:
     """Wait until the display shows every text in ``shows`` and none in ``hides``; return its text."""
     try:
         page.wait_for_function(
@@ -183,7 +227,8 @@ def drawing_of(display) -> str:
     return drawing.evaluate("(el) => el.outerHTML")
 
 
-def wait_until_drawn(page, display, step: Step, before: str | None, timeout_ms: int = 10_000, what: str = "") -> str:
+def wait_until_drawn(page, display, step: Step, before: str | None, timeout_ms: int = WAIT_MS,
+                     what: str = "") -> str:
     """Wait until the drawing differs from ``before`` (when given) and matches ``step.draws`` / ``step.undraws``.
 
     A selector may match the ``<svg>`` itself (its ``data-*`` attributes sum up the state) or any element in it.
@@ -208,7 +253,7 @@ def wait_until_drawn(page, display, step: Step, before: str | None, timeout_ms: 
     return drawing_of(display)
 
 
-def do_step(page, step: Step, claim: str = "", timeout_ms: int = 10_000) -> str:
+def do_step(page, step: Step, claim: str = "", timeout_ms: int = WAIT_MS) -> str:
     """Apply ``step``; wait for the text form to show what it must and the drawing to change as it must.
 
     Returns the display's text; ``claim`` (what the chapter says the widget does) heads the failure message.
@@ -250,7 +295,7 @@ class Timer:
         self.page.evaluate("() => { const s = window.__widgetTimer; s.before = s.el.innerText;"
                            " s.t0 = null; s.t1 = null; s.armed = true; }")
 
-    def measure(self, page, step: Step, timeout_ms: int = 10_000) -> float:
+    def measure(self, page, step: Step, timeout_ms: int = WAIT_MS) -> float:
         """Apply ``step``; milliseconds from its input event to the display's changed text."""
         apply(page, step, before_input=self.arm, scroll=False)
         t0, t1, text = page.evaluate("""async (timeout) => {
