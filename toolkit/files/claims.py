@@ -10,6 +10,7 @@ import ast
 import difflib
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from toolkit.kernel import ToolError
@@ -36,6 +37,12 @@ def import_claims(code: str, importer: str = "") -> tuple[list[ImportClaim], lis
     if not isinstance(code, str):
         return [], [ToolError("precondition_failed", "code", "code must be text",
                               expected="Python source", received=type(code).__name__, retryable=False)]
+    claims, errors = _parsed_claims(code, importer)
+    return list(claims), list(errors)      # copies: the cached lists stay as they were parsed
+
+
+@lru_cache(maxsize=64)   # a host checks the same text on every call that edits a file: parsed once
+def _parsed_claims(code: str, importer: str) -> tuple[list[ImportClaim], list[ToolError]]:
     try:
         tree = ast.parse(code)
     except SyntaxError as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import difflib
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ class Exports:
         return {"module": self.module, "path": self.path, "rule": self.rule, "names": list(self.names)}
 
 
+@lru_cache(maxsize=64)   # the same module is read for every claim on it: parsed once per text
 def exported_names(source: str) -> tuple[tuple[str, ...], str]:
     """The names ``source`` exports and the rule used; parses, never executes."""
     tree = ast.parse(source)
