@@ -55,6 +55,30 @@ def test_import_toolkit_leaves_references_to_the_first_schema_that_has_one():
     assert "referencing" in resolved
 
 
+def test_a_large_import_runs_with_the_collector_paused_and_leaves_it_as_it_was(tmp_path, monkeypatch):
+    import gc
+
+    from toolkit._formats import imported
+
+    (tmp_path / "collector_seen.py").write_text("import gc\nSEEN = gc.isenabled()\n", encoding="utf-8")
+    (tmp_path / "collector_broken.py").write_text("raise ImportError('broken')\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "collector_seen", raising=False)
+    assert gc.isenabled()
+    assert imported("collector_seen").SEEN is False, "the module was imported with the collector on"
+    assert gc.isenabled(), "the collector is on again after the import"
+    with pytest.raises(ImportError):
+        imported("collector_broken")
+    assert gc.isenabled(), "the collector is on again after an import that failed"
+    gc.disable()
+    try:
+        imported("json")
+        assert not gc.isenabled(), "a collector turned off before the import stays off"
+    finally:
+        gc.enable()
+    monkeypatch.delitem(sys.modules, "collector_seen")
+
+
 def test_every_concept_module_imports_without_presentation():
     names = ["toolkit." + ".".join(p.relative_to(PACKAGE).with_suffix("").parts) for p in concept_modules()]
     names = [n.removesuffix(".__init__") for n in names]

@@ -6,6 +6,7 @@ every kernel, for ``format: iri``, which the course never validates. ``import_js
 that one module until an ``iri`` check really runs; then it is the real module, for everyone."""
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.util
 import sys
@@ -18,30 +19,39 @@ DEFERRED = "rfc3987_syntax"
 _LOCK = threading.Lock()
 
 
+def imported(name: str) -> Any:
+    """``import_module(name)`` with the garbage collector paused: it would find nothing to free."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        return importlib.import_module(name)
+    finally:
+        if was_on:
+            gc.enable()
+
+
 def import_jsonschema() -> Any:
     """``jsonschema``, imported once, with ``DEFERRED`` loaded only when an ``iri`` format is really checked."""
     with _LOCK:
         if "jsonschema" in sys.modules or DEFERRED in sys.modules or importlib.util.find_spec(DEFERRED) is None:
-            return importlib.import_module("jsonschema")
+            return imported("jsonschema")
         stand_in = types.ModuleType(DEFERRED)
-        stand_in.is_valid_syntax = _deferred_is_valid_syntax(stand_in)
+        stand_in.is_valid_syntax = _deferred_is_valid_syntax()
         sys.modules[DEFERRED] = stand_in
         try:
-            return importlib.import_module("jsonschema")
+            return imported("jsonschema")
         finally:
             if sys.modules.get(DEFERRED) is stand_in:
                 del sys.modules[DEFERRED]
 
 
-def _deferred_is_valid_syntax(stand_in: types.ModuleType) -> Any:
+def _deferred_is_valid_syntax() -> Any:
     """The one function jsonschema takes from ``DEFERRED``: it imports the real module on first call."""
     real: list[Any] = []
 
     def is_valid_syntax(*args: Any, **kwargs: Any) -> Any:
         if not real:
-            with _LOCK:
-                if sys.modules.get(DEFERRED) is stand_in:
-                    del sys.modules[DEFERRED]
+            with _LOCK:      # import_jsonschema took the stand-in out of sys.modules already
                 real.append(importlib.import_module(DEFERRED).is_valid_syntax)
         return real[0](*args, **kwargs)
 

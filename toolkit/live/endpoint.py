@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from toolkit._formats import imported
 from toolkit._show import shorten
 
 #: The vendors a live run can speak to.
@@ -72,13 +73,10 @@ def make_client(endpoint: Endpoint, http_client: Any = None, timeout: float = 60
     if http_client is not None:
         options["http_client"] = http_client
     try:
-        if endpoint.vendor == "openai":
-            import openai
-            return openai.OpenAI(**options)
-        import anthropic
-        return anthropic.Anthropic(**options)
+        sdk = imported("openai" if endpoint.vendor == "openai" else "anthropic")
     except ImportError:
         raise LiveConfigError(f"the {endpoint.vendor} SDK is not installed: pip install -e '.[live]'") from None
+    return (sdk.OpenAI if endpoint.vendor == "openai" else sdk.Anthropic)(**options)
 
 
 def failure_line(exc: BaseException, where: str = "the endpoint") -> str:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from typing import Any
 
+from toolkit._formats import imported
 from toolkit.live import Endpoint, LiveConfigError, make_client
 from toolkit.wire import fixture
 
@@ -31,12 +32,9 @@ def recorded_stream(name: str) -> str:
 
 def check_body(vendor: str, body: Any) -> None:
     """Raise ``pydantic.ValidationError`` unless ``body`` is a valid response for the vendor's SDK."""
-    if vendor == "openai":
-        from openai.types.chat import ChatCompletion
-        ChatCompletion.model_validate(body)
-    else:
-        from anthropic.types import Message
-        Message.model_validate(body)
+    kind = (imported("openai.types.chat").ChatCompletion if vendor == "openai"
+            else imported("anthropic.types").Message)     # the first check imports the SDK
+    kind.model_validate(body)
 
 
 def recording(name: str, vendor: str) -> dict[str, Any]:
@@ -64,8 +62,7 @@ def _openai_events(body: dict[str, Any]) -> str:
     base = {"id": body["id"], "object": "chat.completion.chunk", "created": body["created"], "model": body["model"]}
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
-        return "data: " + json.dumps({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]},
-                                     separators=(",", ":")) + "\n\n"
+        return _sse({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
     out = [chunk({"role": "assistant", "content": message.get("content") or ""})]
     for n, call in enumerate(message.get("tool_calls") or []):
         out.append(chunk({"tool_calls": [{"index": n, "id": call["id"], "type": "function",

@@ -19,6 +19,7 @@ from concurrent.futures import Future
 from typing import Any, Callable, Sequence
 
 from toolkit._caps import MAX_PAGES
+from toolkit._formats import imported
 
 #: Seconds to wait for the server to start and answer initialize, and for one call.
 START_SECONDS = 20.0
@@ -58,7 +59,7 @@ class McpConnection:
         if self._loop is not None:
             raise RuntimeError("this MCP connection is already open")
         try:
-            import mcp.client.stdio  # noqa: F401  (the SDK's import, paid here and not in the thread: see _hold)
+            imported("mcp.client.stdio")   # the SDK's import, paid here and not in _hold's thread
         except ImportError as exc:
             raise ConnectionError(f"the MCP server did not start: the mcp SDK is missing ({exc.name})") from None
 
