@@ -60,6 +60,8 @@ def run_scenarios(settings: Iterable[tuple[str, str, bool]], *, context: str | N
     ctx = process_context(context)
     checked = [_checked(*setting) for setting in settings]
     CREATE_INVOICE.validator  # compile the schema once, before forking children
+    if any(mode != "atomic" for mode, _, _ in checked):   # billing's HTTP server, imported once here and
+        import tornado.httpserver, tornado.web  # noqa: F401,E401  not in every billing child
     if len(checked) > 1 and ctx.get_start_method() == "fork":
         return in_one_child(_play_all, checked, ctx)     # every process of every run starts from one child
     return _play_all(checked, ctx)
