@@ -25,6 +25,7 @@ import tempfile
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
+from multiprocessing.connection import wait as mp_wait
 from pathlib import Path
 from typing import Any, Generator, Iterable
 
@@ -103,10 +104,10 @@ class _Wait:
 
 def _drive(plays: list[Generator[_Wait, None, dict[str, Any]]]) -> list[dict[str, Any]]:
     """Advance every run whenever what it waits for is over; each run cleans up when it ends, or is closed."""
-    from multiprocessing.connection import wait as mp_wait
-
     results: list[dict[str, Any]] = [{} for _ in plays]
     waiting: dict[int, _Wait] = {}
+    exiting: set[Any] = set()     # sentinels already readable: a process closes its pipe a few ms before
+                                  # its exit code is there; waiting on them again would spin until then
 
     def advance(i: int) -> None:
         try:
@@ -121,7 +122,10 @@ def _drive(plays: list[Generator[_Wait, None, dict[str, Any]]]) -> list[dict[str
         while waiting:
             ready = [i for i, wait in waiting.items() if wait.over()]
             if not ready:
-                mp_wait([h for w in waiting.values() for h in w.handles()], timeout=0.005)
+                handles = [h for w in waiting.values() for h in w.handles()]
+                exiting &= set(handles)
+                found = mp_wait([h for h in handles if h not in exiting], 0.001 if exiting else 0.005)
+                exiting.update(h for h in found if isinstance(h, int))
             for i in ready:
                 advance(i)
     finally:
