@@ -192,6 +192,25 @@ def test_introduced_claims_are_only_the_new_ones():
     assert errors == [] and [c.pointer for c in claims] == ["import a.c", "import d"]
 
 
+def test_a_text_is_parsed_once_and_every_caller_gets_lists_of_its_own(tmp_path, monkeypatch):
+    import ast
+    import uuid
+
+    parsed, real_parse = [], ast.parse
+    monkeypatch.setattr(ast, "parse", lambda *args, **kw: parsed.append(1) or real_parse(*args, **kw))
+    code = f"# {uuid.uuid4()}\nfrom a import b\nimport c\n"       # a text no other test has parsed
+    claims, errors = cl.import_claims(code)
+    claims.append("changed by its caller")
+    errors.append("changed by its caller")
+    again, errors_again = cl.import_claims(code)
+    assert [c.pointer for c in again] == ["import a.b", "import c"] and errors_again == []
+    assert len(parsed) == 1, "the same text was parsed again"
+    write(tmp_path, "mod.py", "def one(): pass\n")
+    assert ex.read_exports(tmp_path, "mod").names == ("one",)
+    write(tmp_path, "mod.py", "def two(): pass\n")     # the file changed: its new text is read
+    assert ex.read_exports(tmp_path, "mod").names == ("two",)
+
+
 def test_inspect_exports_tool_reads_a_copy(tmp_path):
     import toolkit as tk
     ws = copy_scenario(tmp_path / "ws")
