@@ -197,7 +197,7 @@ def test_a_text_is_parsed_once_and_every_caller_gets_lists_of_its_own(tmp_path, 
     import uuid
 
     parsed, real_parse = [], ast.parse
-    monkeypatch.setattr(ast, "parse", lambda *args, **kw: parsed.append(1) or real_parse(*args, **kw))
+    monkeypatch.setattr(ast, "parse", lambda *a, **kw: parsed.append(1) or real_parse(*a, **kw))
     code = f"# {uuid.uuid4()}\nfrom a import b\nimport c\n"       # a text no other test has parsed
     claims, errors = cl.import_claims(code)
     claims.append("changed by its caller")
