@@ -55,12 +55,13 @@ def test_import_toolkit_leaves_references_to_the_first_schema_that_has_one():
     assert "referencing" in resolved
 
 
-def test_a_large_import_runs_with_the_collector_paused_and_leaves_it_as_it_was(tmp_path, monkeypatch):
+def test_an_import_runs_with_the_collector_paused_and_leaves_it_as_it_was(tmp_path, monkeypatch):
     import gc
 
     from toolkit._formats import imported
 
-    (tmp_path / "collector_seen.py").write_text("import gc\nSEEN = gc.isenabled()\n", encoding="utf-8")
+    seen = "import gc\nSEEN = gc.isenabled()\n"
+    (tmp_path / "collector_seen.py").write_text(seen, encoding="utf-8")
     (tmp_path / "collector_broken.py").write_text("raise ImportError('broken')\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "collector_seen", raising=False)

@@ -18,7 +18,7 @@ from toolkit._formats import imported
 
 
 def _sp() -> Any:
-    return imported("sympy")        # its first import builds thousands of classes: nothing to collect
+    return imported("sympy")        # the garbage collector paused while its classes are built
 
 
 def symbols() -> dict[str, Any]:
@@ -99,7 +99,7 @@ def closed_form_holds() -> bool:
     # doit splits on beta == 1; the closed form is the other ("otherwise") branch.
     if isinstance(done, sp.Piecewise):
         done = next(expr for expr, cond in done.args if cond is sp.true)
-    return sp.cancel(done - total_wait_expr()) == 0      # one fraction in lowest terms: 0 when equal
+    return sp.cancel(done - total_wait_expr()) == 0    # one fraction in lowest terms: 0 if equal
 
 
 def delays(d0: float = 1, beta: float = 2, count: int = 4, d_max: float | None = None) -> list:

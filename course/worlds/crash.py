@@ -61,8 +61,8 @@ def run_scenarios(settings: Iterable[tuple[str, str, bool]], *, context: str | N
     ctx = process_context(context)
     checked = [_checked(*setting) for setting in settings]
     CREATE_INVOICE.validator  # compile the schema once, before forking children
-    if any(mode != "atomic" for mode, _, _ in checked):   # billing's HTTP server, imported once here and
-        import tornado.httpserver, tornado.web  # noqa: F401,E401  not in every billing child
+    if any(mode != "atomic" for mode, _, _ in checked):   # billing's HTTP server: imported once
+        import tornado.httpserver, tornado.web  # noqa: F401,E401  here, not in every billing child
     if len(checked) > 1 and ctx.get_start_method() == "fork":
         return in_one_child(_play_all, checked, ctx)     # every process of every run starts from one child
     return _play_all(checked, ctx)
@@ -106,8 +106,9 @@ def _drive(plays: list[Generator[_Wait, None, dict[str, Any]]]) -> list[dict[str
     """Advance every run whenever what it waits for is over; each run cleans up when it ends, or is closed."""
     results: list[dict[str, Any]] = [{} for _ in plays]
     waiting: dict[int, _Wait] = {}
-    exiting: set[Any] = set()     # sentinels already readable: a process closes its pipe a few ms before
-                                  # its exit code is there; waiting on them again would spin until then
+    # Sentinels already readable: a process closes its pipe a few ms before its exit code is there,
+    # and waiting on them again would spin until then; they are polled every millisecond instead.
+    exiting: set[Any] = set()
 
     def advance(i: int) -> None:
         try:
@@ -124,7 +125,8 @@ def _drive(plays: list[Generator[_Wait, None, dict[str, Any]]]) -> list[dict[str
             if not ready:
                 handles = [h for w in waiting.values() for h in w.handles()]
                 exiting &= set(handles)
-                found = mp_wait([h for h in handles if h not in exiting], 0.001 if exiting else 0.005)
+                pending = [h for h in handles if h not in exiting]
+                found = mp_wait(pending, 0.001 if exiting else 0.005)
                 exiting.update(h for h in found if isinstance(h, int))
             for i in ready:
                 advance(i)
