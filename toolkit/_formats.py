@@ -1,9 +1,9 @@
 """Chapter 02: jsonschema without the second its optional format checkers spend at import.
 
-Where JupyterLab's dependencies install them, ``import jsonschema`` imports every optional format
-package, and ``rfc3987_syntax`` builds a grammar at import: about a second on the first check of
-every kernel, for ``format: iri``, which the course never validates. ``import_jsonschema`` defers
-that one module until an ``iri`` check really runs; then it is the real module, for everyone."""
+Where JupyterLab installs them, ``import jsonschema`` imports every optional format package, and
+``rfc3987_syntax`` builds a grammar at import (a second, in every kernel) for ``format: iri``, which
+the course never validates: ``import_jsonschema`` defers it until an ``iri`` check runs, then loads
+the real one. ``imported`` keeps the garbage collector still during a large import (SDKs, sympy)."""
 from __future__ import annotations
 
 import gc
