@@ -14,12 +14,10 @@ from fractions import Fraction
 from typing import Any
 
 from toolkit.kernel import LAYERS
-from toolkit._formats import collector_paused
 
 
 def _sp() -> Any:
-    with collector_paused():      # its import builds thousands of classes: nothing to collect
-        import sympy
+    import sympy
 
     return sympy
 
