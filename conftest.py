@@ -34,7 +34,7 @@ def pytest_configure(config) -> None:
     folder = tempfile.mkdtemp(prefix="course-tests-")
     _made.update(folder=folder, previous=os.environ.get("TMPDIR"), tempdir=tempfile.tempdir)
     os.environ["TMPDIR"] = os.environ[RUN_TMPDIR] = folder
-    tempfile.tempdir = folder                   # this process's own temporary files, as its workers' do
+    tempfile.tempdir = folder   # this process's own temporary files, as its workers' do
     if config.option.basetemp is None:
         config.option.basetemp = os.path.join(folder, "pytest")
 

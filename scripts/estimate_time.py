@@ -48,10 +48,12 @@ same table beside the measurement it comes from.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import re
 import sys
 import textwrap
+import tokenize
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -193,8 +195,33 @@ def _text(value: Any) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
 
+def _counted(text: str) -> set[int]:
+    """The numbers of the lines worth a read: the first line of each statement, and the first line
+    of each run of comment lines. The course fits its code to 100 characters, and a statement or a
+    comment broken to fit is read (and typed) as the one it was."""
+    lines = text.splitlines()
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return {n for n, line in enumerate(lines, 1) if line.strip()}
+    starts, fresh, previous_comment = set(), True, 0
+    for token in tokens:
+        if token.type in (tokenize.NEWLINE, tokenize.NL):
+            fresh = token.type == tokenize.NEWLINE or fresh
+        elif token.type == tokenize.COMMENT:
+            row = token.start[0]
+            if lines[row - 1].lstrip().startswith("#"):
+                if previous_comment != row - 1:
+                    starts.add(row)
+                previous_comment = row
+        elif token.type not in (tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER) and fresh:
+            starts.add(token.start[0])
+            fresh = False
+    return {n for n in starts if 0 < n <= len(lines) and lines[n - 1].strip()}
+
+
 def _lines(text: str) -> int:
-    return sum(1 for line in text.splitlines() if line.strip())
+    return len(_counted(text))
 
 
 @dataclass
@@ -292,14 +319,16 @@ def count_code(cell: Any, tally: Tally) -> None:
         count_outputs(cell, tally)
         return
     inside = False
-    for line in source_of(cell).splitlines():
+    source = source_of(cell)
+    counted = _counted(source)
+    for number, line in enumerate(source.splitlines(), 1):
         text = line.strip()
         if text.startswith(BEGIN):
             inside = True
             tally.parts += 1
         elif text.startswith(END):
             inside = False
-        elif text:
+        elif text and number in counted:
             if inside:
                 tally.written_lines += 1
             else:

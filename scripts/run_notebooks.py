@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("notebooks", "solutions")
 KERNEL_NAME = "python3"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": KERNEL_NAME}
+KERNEL_START_TIMEOUT = 120  # seconds; as pytest's --nbval-kernel-startup-timeout (a busy machine)
 CELL_TIMEOUT = 300  # seconds; the same as pytest's --nbval-cell-timeout (a packaged-model cell on a busy machine)
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -84,6 +85,7 @@ def execute(nb: Any, cwd: Path, allow_errors: bool = False, timeout: int = CELL_
 
     client = NotebookClient(nb, timeout=timeout, kernel_name=KERNEL_NAME, allow_errors=allow_errors,
                             record_timing=False, store_widget_state=widget_state,
+                            startup_timeout=KERNEL_START_TIMEOUT,
                             kernel_manager_class=_kernel_manager_class(),
                             resources={"metadata": {"path": str(cwd)}})
     client.execute()

@@ -278,18 +278,24 @@ def test_students_apart_is_the_default_for_a_hub_run_as_root(tmp_path, monkeypat
 
 def test_a_students_folder_starts_as_a_copy_of_the_course_and_keeps_changes(tmp_path, monkeypatch):
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
     from types import SimpleNamespace
     c = load_config({"COURSE_CLASS_PASSWORD": "long enough", "COURSE_HUB_STATE_DIR": str(tmp_path),
                      "COURSE_HUB_ISOLATION": "shared"}, monkeypatch)
     spawner = SimpleNamespace(user=SimpleNamespace(name="ada"))
-    asyncio.run(c.Spawner.pre_spawn_hook(spawner))
+
+    def hook() -> None:    # in a thread of its own: an earlier test may leave this one's loop running
+        with ThreadPoolExecutor(1) as one:
+            one.submit(asyncio.run, c.Spawner.pre_spawn_hook(spawner)).result()
+
+    hook()
     folder = tmp_path / "students" / "ada"
     assert sorted(p.name for p in folder.iterdir()) == ["exercises", "notebooks", "pyproject.toml"]
     assert (folder / "notebooks" / "00_start_here.ipynb").read_bytes() == \
         (ROOT / "notebooks" / "00_start_here.ipynb").read_bytes()
     (folder / "notebooks" / "00_start_here.ipynb").write_text("mine")
     (folder / "exercises").rename(folder / "moved")
-    asyncio.run(c.Spawner.pre_spawn_hook(spawner))
+    hook()
     assert (folder / "notebooks" / "00_start_here.ipynb").read_text() == "mine", "never overwritten"
     assert (folder / "exercises").is_dir(), "what is missing comes back"
 

@@ -36,7 +36,6 @@ NOT_YET = {
     "tests",
     "benchmarks",
     "deploy",
-    "scripts/estimate_time.py",
     "scripts/make_exercises.py",
     "scripts/open_course.py",
     "scripts/reading_path.py",
