@@ -164,6 +164,7 @@ def test_the_first_verdict_defers_the_format_grammar_and_leaves_no_stand_in_behi
         pytest.skip("rfc3987_syntax is not installed here: nothing to defer")
     modules = loaded_after(FIRST_CHECK)
     assert "jsonschema" in modules and "rfc3987_syntax" not in modules and "lark" not in modules
+    assert not {"isoduration", "arrow", "rfc3986_validator"} & set(modules), "a format extra was imported"
 
 
 def test_format_checking_is_unchanged_for_code_that_asks_for_it():
@@ -179,6 +180,11 @@ assert checker.conforms("https://example.org/caf\\u00e9", "iri") and not checker
 import rfc3987_syntax
 assert type(rfc3987_syntax).__name__ == "module" and rfc3987_syntax.__spec__ is not None
 assert rfc3987_syntax.is_valid_syntax("iri", "https://example.org/") is True
+assert checker.conforms("P3DT4H", "duration") and not checker.conforms("P3X", "duration")
+assert checker.conforms("https://example.org/a", "uri") and not checker.conforms("no scheme", "uri")
+import isoduration, rfc3986_validator
+assert isoduration.__spec__ is not None and rfc3986_validator.__spec__ is not None
+assert issubclass(isoduration.DurationParsingException, ValueError)   # what the stand-in catches
 print("ok")
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)

@@ -1,9 +1,9 @@
-"""Chapter 02: jsonschema without the second its optional format checkers spend at import.
+"""Chapter 02: jsonschema without the time its optional format checkers spend at import.
 
-Where JupyterLab installs them, ``import jsonschema`` imports every optional format package, and
-``rfc3987_syntax`` builds a grammar at import (a second, in every kernel) for ``format: iri``, which
-the course never validates: ``import_jsonschema`` defers it until an ``iri`` check runs, then loads
-the real one. ``imported`` keeps the garbage collector still during a large import (SDKs, sympy)."""
+Where JupyterLab installs them, ``import jsonschema`` imports every optional format package:
+``rfc3987_syntax`` builds a grammar (a second, in every kernel), ``isoduration`` loads ``arrow`` and
+``dateutil``. ``import_jsonschema`` defers the modules in ``DEFERRED`` until a check of their format
+really runs. ``imported`` keeps the garbage collector still during a large import (SDKs, sympy)."""
 from __future__ import annotations
 
 import gc
@@ -14,8 +14,11 @@ import threading
 import types
 from typing import Any
 
-#: The optional format module whose import-time work is deferred until a check needs it.
-DEFERRED = "rfc3987_syntax"
+#: The optional format modules whose import waits until a check needs them, and what jsonschema takes
+#: from each: a function (the real module loads on its first call) or an exception class (stood in for
+#: by ``ValueError``, its real class's base, so ``except`` still catches the real one).
+DEFERRED = {"rfc3987_syntax": ("is_valid_syntax",), "rfc3986_validator": ("validate_rfc3986",),
+            "isoduration": ("parse_duration", "DurationParsingException")}
 _LOCK = threading.Lock()
 
 
@@ -31,28 +34,38 @@ def imported(name: str) -> Any:
 
 
 def import_jsonschema() -> Any:
-    """``jsonschema``, imported once, with ``DEFERRED`` loaded only when an ``iri`` format is really checked."""
+    """``jsonschema``, imported once, each module of ``DEFERRED`` loaded only when its format is checked."""
     with _LOCK:
-        if "jsonschema" in sys.modules or DEFERRED in sys.modules or importlib.util.find_spec(DEFERRED) is None:
-            return imported("jsonschema")
-        stand_in = types.ModuleType(DEFERRED)
-        stand_in.is_valid_syntax = _deferred_is_valid_syntax()
-        sys.modules[DEFERRED] = stand_in
+        if "jsonschema" in sys.modules:
+            return sys.modules["jsonschema"]
+        stand_ins = {name: _stand_in(name, taken) for name, taken in DEFERRED.items()
+                     if name not in sys.modules and importlib.util.find_spec(name) is not None}
+        sys.modules.update(stand_ins)
         try:
             return imported("jsonschema")
         finally:
-            if sys.modules.get(DEFERRED) is stand_in:
-                del sys.modules[DEFERRED]
+            for name, stand_in in stand_ins.items():
+                if sys.modules.get(name) is stand_in:
+                    del sys.modules[name]
 
 
-def _deferred_is_valid_syntax() -> Any:
-    """The one function jsonschema takes from ``DEFERRED``: it imports the real module on first call."""
+def _stand_in(name: str, taken: tuple[str, ...]) -> types.ModuleType:
+    """A module ``name`` holding what jsonschema takes from it, the real module loaded on first call."""
+    stand_in = types.ModuleType(name)
+    for attribute in taken:
+        deferred = ValueError if attribute.endswith("Exception") else _deferred(name, attribute)
+        setattr(stand_in, attribute, deferred)
+    return stand_in
+
+
+def _deferred(name: str, attribute: str) -> Any:
+    """``name.attribute``, a function: it imports the real module on its first call."""
     real: list[Any] = []
 
-    def is_valid_syntax(*args: Any, **kwargs: Any) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
         if not real:
             with _LOCK:      # import_jsonschema took the stand-in out of sys.modules already
-                real.append(importlib.import_module(DEFERRED).is_valid_syntax)
+                real.append(getattr(importlib.import_module(name), attribute))
         return real[0](*args, **kwargs)
 
-    return is_valid_syntax
+    return call
