@@ -68,8 +68,11 @@ def nbval(paths: list[Path], report: Path | None = None) -> tuple[float, float]:
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"), "-n", "0", *extra,
                *map(str, paths)]
+    # the kernels import toolkit and course from this tree, whichever copy is installed
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     used, started = cpu_seconds(), time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": path})
     if done.returncode != 0:
         raise SystemExit(f"nbval failed:\n{done.stdout[-2000:]}")
     return time.perf_counter() - started, cpu_seconds() - used
