@@ -319,8 +319,7 @@ def same_key_other_amount() -> str:
 
 
 def fresh_key() -> str:
-    from course.worlds import CREATE_INVOICE, ORDER, retry_variants
-    from toolkit.effects import classify_retry
+    from course.worlds import CREATE_INVOICE, ORDER, classify_retry, retry_variants
 
     original = tk.request("create_invoice", ORDER, call_id="call_1")
     retry = retry_variants()["same call, a fresh key"]
