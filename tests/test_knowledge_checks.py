@@ -460,7 +460,7 @@ def side_by_side() -> str:
 
 
 def crossed_wires() -> str:
-    from toolkit.wire import naive_pairing
+    from course.worlds import naive_pairing
 
     with file_round() as files:
         calls = [files.read("A.md", "call_A"), files.read("B.md", "call_B"),

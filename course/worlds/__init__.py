@@ -67,7 +67,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "ledger_race": ("race",),
     "ledger_scene": ("deliver", "LostAnswer", "new_books", "ORDER_432", "retry_variants"),
     "rungs": ("explain", "ladder", "RungStep"),
-    "round_scene": ("FileRound", "ROUND_FILES", "SlowDisk", "write_file_contract"),
+    "round_scene": ("FileRound", "naive_pairing", "ROUND_FILES", "SlowDisk", "write_file_contract"),
     "scratch": ("ScratchFolder",),
     "scripted": ("ScriptedPolicy",),
     "sidebyside": ("course_server_command", "guarded_tickets", "naive_server_command", "naive_vs_contract",

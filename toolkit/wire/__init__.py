@@ -5,8 +5,8 @@ from toolkit._exports import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "ids": ("id_problem", "VENDORS"),
-    "pairing": ("check_conversation", "naive_pairing", "pair_results", "pairing_problems", "round_failure", "round_pointer",
-                "verify"),
+    "pairing": ("check_conversation", "pair_results", "pairing_problems", "round_failure",
+                "round_pointer", "verify"),
     "recorded": ("fixture", "fixture_names"),
     "rounds": ("Execute", "RoundReport", "run_plan", "run_round", "Timing"),
     "sse": ("SSEDecoder", "SSEEvent", "StreamBroken"),
