@@ -19,7 +19,7 @@ from toolkit.kernel import schedule
 from toolkit.wire import AnthropicStream, anthropic_stream, openai_stream
 from course.worlds.stream_replay import SKETCH_FRAMES, frames
 from toolkit.kernel import Assembler
-from toolkit.wire import fixture
+from course.worlds import fixture
 from toolkit._ids import IdMap
 from toolkit.kernel import Refusal, completion_problem, conflict
 from toolkit.wire import SSEDecoder

@@ -437,7 +437,8 @@ def parseable_fragment() -> str:
 
 
 def cut_stream() -> str:
-    from toolkit.wire import fixture, openai_stream
+    from toolkit.wire import openai_stream
+    from course.worlds import fixture
 
     outcome = list(openai_stream(fixture("openai_stream_length.txt")))
     assert len(outcome) == 3

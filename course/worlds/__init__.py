@@ -66,6 +66,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
                       "RemoteTimeout", "RetryKind", "TimeoutDecision", "TimeoutRuntime"),
     "ledger_race": ("race",),
     "ledger_scene": ("deliver", "LostAnswer", "new_books", "ORDER_432", "retry_variants"),
+    "recorded": ("fixture", "fixture_names"),
     "rungs": ("explain", "ladder", "RungStep"),
     "round_scene": ("FileRound", "naive_pairing", "ROUND_FILES", "SlowDisk", "write_file_contract"),
     "scratch": ("ScratchFolder",),

@@ -30,7 +30,7 @@ from toolkit._show import echo_text, scrub, shorten
 from toolkit.kernel import Refusal
 from toolkit._ids import IdMap
 from toolkit._preview import KeyScanner, Preview
-from toolkit.wire import fixture
+from course.worlds import fixture
 from toolkit.wire import SSEDecoder, SSEEvent, StreamBroken
 from toolkit.wire import AnthropicStream, OpenAIStream
 
