@@ -320,7 +320,8 @@ def test_three_vendors_one_contract_and_every_call_answered(tree):
     assert v.check_conversation(history, "openai") == []
     assert [m["tool_call_id"] for m in openai_back] == [c["id"] for c in history[0]["tool_calls"]]
     anthropic_back = v.anthropic_tool_results(anthropic_results, ids)
-    assert v.check_conversation([fixture("anthropic_response.json"), anthropic_back], "anthropic") == []
+    anthropic_history = [fixture("anthropic_response.json"), anthropic_back]
+    assert v.check_conversation(anthropic_history, "anthropic") == []
     assert [b["is_error"] for b in anthropic_back["content"]] == [False, False, True]
     mcp_back = [v.mcp_response(r, ids) for r in mcp_results]
     assert [a["id"] for a in mcp_back] == [7, 8] and [a["result"]["isError"] for a in mcp_back] == [False, True]

@@ -291,7 +291,7 @@ def common_errors(workspace: Path | str) -> list[dict[str, Any]]:
 
 
 def allowed_extensions(*suffixes: str) -> Condition:
-    """A business rule for read_file: only files ending in one of ``suffixes`` (``".ts"``, ``".md"``)."""
+    """A business rule for read_file: only files ending in one of ``suffixes`` (``".ts"``)."""
     allowed = tuple(sorted(suffixes))
     either = " or ".join(allowed)
 
@@ -302,9 +302,10 @@ def allowed_extensions(*suffixes: str) -> Condition:
         return ToolError("precondition_failed", "$.path",
                          f"{shown(path)}: this tool reads only {', '.join(allowed)}",
                          expected=list(allowed), received=shown(path),
-                         hint=f"ask for a file ending in {either}, or switch tools", retryable=False)
+                         hint=f"ask for a file ending in {either}, or switch tools",
+                         retryable=False)
     return Condition("allowed_extension", f"path ends in {either}", has_suffix)
 
 
-__all__ = ["Attempted", "DemoRequest", "DemoTree", "FILES", "HOSTILE", "LINK_OUT", "REQUESTS", "SECRETS",
-           "allowed_extensions", "attempt", "common_errors", "demo_workspace"]
+__all__ = ["Attempted", "DemoRequest", "DemoTree", "FILES", "HOSTILE", "LINK_OUT", "REQUESTS",
+           "SECRETS", "allowed_extensions", "attempt", "common_errors", "demo_workspace"]

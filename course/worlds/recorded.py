@@ -1,8 +1,9 @@
-"""Chapters 01, 08 and 09: the recorded vendor messages and raw streams in ``course/worlds/recordings``.
+"""Chapters 01, 08 and 09: the recorded vendor messages and raw streams the chapters replay.
 
-Written by hand in each vendor's documented shape (no network involved, never captured from a
-model); ``fixture`` reads one by name: a request, a response, a follow-up, or a stream body (the
-``*_stream_cut.txt`` ones end in the middle of a call's arguments, with no stop reason)."""
+They live in ``course/worlds/recordings``, written by hand in each vendor's documented shape (no
+network involved, never captured from a model). ``fixture`` reads one by name: a request, a
+response, a follow-up, or a stream body (the ``*_stream_cut.txt`` ones end in the middle of a
+call's arguments, with no stop reason)."""
 from __future__ import annotations
 
 import json

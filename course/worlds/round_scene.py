@@ -102,7 +102,8 @@ class SlowDisk:
 __all__ = ["ROUND_FILES", "FileRound", "SlowDisk", "write_file_contract"]
 
 
-def naive_pairing(calls: Sequence[ToolCall], arrived: Sequence[ToolResult]) -> dict[str, ToolResult]:
+def naive_pairing(calls: Sequence[ToolCall], arrived: Sequence[ToolResult]
+                  ) -> dict[str, ToolResult]:
     """The broken reconciler: the i-th call with the i-th result to arrive. Never use it
     (``toolkit.wire.pair_results`` pairs by id)."""
     return {call.call_id: result for call, result in zip(calls, arrived)}
