@@ -10,8 +10,8 @@ import pytest
 import toolkit as tk
 from course.worlds import agent427 as a
 from course.worlds import correct_step, inspect_step, run_agent427
-from toolkit.files import (EDIT_FILE_SCHEMA, edit_file_contract, file_sha256, make_edit_file, sha256_bytes,
-                               tree_digest)
+from toolkit.files import EDIT_FILE_SCHEMA, edit_file_contract, make_edit_file, sha256_bytes
+from course.worlds import file_sha256, tree_digest
 
 SEED_VALIDATOR = [
     "$.file_path: required property missing",

@@ -20,7 +20,7 @@ import nbformat
 import pytest
 
 import toolkit as tk
-from course.worlds import ScriptedPolicy
+from course.worlds import ScriptedPolicy, fixture
 from toolkit import wire as v
 from toolkit._ids import IdMap
 from toolkit.effects import AuditLog, run_audited
@@ -303,9 +303,9 @@ def test_three_vendors_one_contract_and_every_call_answered(tree):
         assert read_file.contract.schema in (tool.get("function", {}).get("parameters"), tool.get("input_schema"),
                                              tool.get("inputSchema"))
     ids = IdMap()
-    openai_calls = v.openai_calls(v.fixture("openai_response.json"), ids)
-    anthropic_calls = v.anthropic_calls(v.fixture("anthropic_response.json"), ids)
-    mcp_calls = [v.mcp_call(v.fixture("mcp_tools_call_request.json"), ids),
+    openai_calls = v.openai_calls(fixture("openai_response.json"), ids)
+    anthropic_calls = v.anthropic_calls(fixture("anthropic_response.json"), ids)
+    mcp_calls = [v.mcp_call(fixture("mcp_tools_call_request.json"), ids),
                  v.mcp_call({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
                              "params": {"name": "read_file", "arguments": {"path": "/etc/passwd"}}}, ids)]
     openai_results, anthropic_results = host.run_round(openai_calls), host.run_round(anthropic_calls)
@@ -316,11 +316,12 @@ def test_three_vendors_one_contract_and_every_call_answered(tree):
     assert [r.reason for r in mcp_results] == ["", "path_refused"]
 
     openai_back = v.openai_tool_messages(openai_results, ids)
-    history = [v.fixture("openai_response.json")["choices"][0]["message"], *openai_back]
+    history = [fixture("openai_response.json")["choices"][0]["message"], *openai_back]
     assert v.check_conversation(history, "openai") == []
     assert [m["tool_call_id"] for m in openai_back] == [c["id"] for c in history[0]["tool_calls"]]
     anthropic_back = v.anthropic_tool_results(anthropic_results, ids)
-    assert v.check_conversation([v.fixture("anthropic_response.json"), anthropic_back], "anthropic") == []
+    anthropic_history = [fixture("anthropic_response.json"), anthropic_back]
+    assert v.check_conversation(anthropic_history, "anthropic") == []
     assert [b["is_error"] for b in anthropic_back["content"]] == [False, False, True]
     mcp_back = [v.mcp_response(r, ids) for r in mcp_results]
     assert [a["id"] for a in mcp_back] == [7, 8] and [a["result"]["isError"] for a in mcp_back] == [False, True]
@@ -581,7 +582,7 @@ def test_the_reading_path_names_real_modules_and_its_sizes_are_measured():
 # ------------------------------------------------------------------ who allocates ids; the four consequences
 def test_when_the_model_sends_no_ids_the_host_allocates_them_and_answers_under_them(tree):
     import copy
-    anonymous = copy.deepcopy(v.fixture("openai_response.json"))
+    anonymous = copy.deepcopy(fixture("openai_response.json"))
     for tool_call in anonymous["choices"][0]["message"]["tool_calls"]:
         del tool_call["id"]
     ids = IdMap()

@@ -18,7 +18,8 @@ from course.worlds import agent427 as a
 from course.worlds import correct_step, Episode, format_call, inspect_step
 from course.worlds import compare_masking, generate
 from course.worlds import agent427_preferences
-from toolkit.files import EDIT_FILE_SCHEMA, file_sha256, tree_digest
+from toolkit.files import EDIT_FILE_SCHEMA
+from course.worlds import file_sha256, tree_digest
 from toolkit.files import import_claims, read_exports
 from course.present.agent427_panel import LABELS, agent427_panel
 from course.worlds import READER, agent427_scenario, proposal_for

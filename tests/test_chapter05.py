@@ -21,8 +21,7 @@ from toolkit.kernel import LedgerStatus
 from course.present import invoice_panel
 from course.present.invoice_panel import CRASH_CHOICES, InvoicePanel, matrix_html
 from course.worlds.advice import SAFEGUARDS, WHEN_TO_USE
-from toolkit.effects import RetryKind, classify_retry
-from course.worlds import compensation_table
+from course.worlds import RetryKind, classify_retry, compensation_table
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "05_ledger_and_duplicate_invoice.ipynb"

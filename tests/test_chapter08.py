@@ -13,12 +13,13 @@ from hypothesis import strategies as st
 
 import toolkit as tk
 from toolkit._preview import Preview
-from toolkit.wire import naive_pairing, pair_results, run_plan, run_round
+from toolkit.wire import pair_results, run_plan, run_round
+from course.worlds import naive_pairing
 from toolkit.kernel import schedule
 from toolkit.wire import AnthropicStream, anthropic_stream, openai_stream
 from course.worlds.stream_replay import SKETCH_FRAMES, frames
 from toolkit.kernel import Assembler
-from toolkit.wire import fixture
+from course.worlds import fixture
 from toolkit._ids import IdMap
 from toolkit.kernel import Refusal, completion_problem, conflict
 from toolkit.wire import SSEDecoder

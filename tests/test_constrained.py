@@ -8,7 +8,8 @@ import toolkit as tk
 from course.worlds import agent427 as a
 from course.worlds import CLOSE, Preferences, SchemaMask, compare_masking, generate
 from course.worlds import agent427_preferences
-from toolkit.files import EDIT_FILE_SCHEMA, tree_digest
+from toolkit.files import EDIT_FILE_SCHEMA
+from course.worlds import tree_digest
 
 PREFS = agent427_preferences()
 SCHEMA_OK_LINES = ["$.file_path: required property missing", "$.path: unexpected property",

@@ -319,8 +319,7 @@ def same_key_other_amount() -> str:
 
 
 def fresh_key() -> str:
-    from course.worlds import CREATE_INVOICE, ORDER, retry_variants
-    from toolkit.effects import classify_retry
+    from course.worlds import CREATE_INVOICE, ORDER, classify_retry, retry_variants
 
     original = tk.request("create_invoice", ORDER, call_id="call_1")
     retry = retry_variants()["same call, a fresh key"]
@@ -438,7 +437,8 @@ def parseable_fragment() -> str:
 
 
 def cut_stream() -> str:
-    from toolkit.wire import fixture, openai_stream
+    from toolkit.wire import openai_stream
+    from course.worlds import fixture
 
     outcome = list(openai_stream(fixture("openai_stream_length.txt")))
     assert len(outcome) == 3
@@ -461,7 +461,7 @@ def side_by_side() -> str:
 
 
 def crossed_wires() -> str:
-    from toolkit.wire import naive_pairing
+    from course.worlds import naive_pairing
 
     with file_round() as files:
         calls = [files.read("A.md", "call_A"), files.read("B.md", "call_B"),

@@ -267,11 +267,11 @@ def test_importing_toolkit_and_toolkit_live_loads_no_sdk():
 
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_a_stream_cut_before_its_completion_event_runs_nothing(vendor, workspace):
-    from toolkit.live import recorded_stream
+    from course.worlds import fixture
 
     (workspace / "src").mkdir()
     (workspace / "src" / "config.ts").write_text("export const port = 8080;\n")
-    server = ReplayServer(vendor, [recorded_stream(f"{vendor}_stream_cut.txt"),
+    server = ReplayServer(vendor, [fixture(f"{vendor}_stream_cut.txt"),
                                    recording("plain_read", vendor)["responses"][1]])
     host = tk.Host.of([tk.make_read_file(workspace)])
     chat = chat_for(vendor, server.client(), "m", [t.contract for t in host.tools.values()], "t", stream=True)

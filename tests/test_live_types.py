@@ -12,9 +12,9 @@ import toolkit as tk
 import toolkit.kernel as tk_kernel
 import toolkit.wire as v
 from course.worlds import contract_tool, helper_contrast
-from toolkit.live import (chat_for, recorded_stream, recording, recording_names,
-                          replay_server, run_task, sse_body)
-from toolkit.wire import fixture, strict_problems
+from toolkit.live import chat_for, recording, recording_names, replay_server, run_task, sse_body
+from toolkit.wire import strict_problems
+from course.worlds import fixture
 from toolkit._ids import IdMap
 
 openai_chat = pytest.importorskip("openai.types.chat")
@@ -107,7 +107,7 @@ def test_every_streamed_recording_is_made_of_valid_sdk_events(vendor):
     adapter = TypeAdapter(openai_chat.ChatCompletionChunk if vendor == "openai"
                           else anthropic_types.RawMessageStreamEvent)
     bodies = [sse_body(vendor, b) for n in recording_names() for b in recording(n, vendor)["responses"]]
-    bodies += [recorded_stream(f"{vendor}_stream_cut.txt")]
+    bodies += [fixture(f"{vendor}_stream_cut.txt")]
     for body in bodies:
         for event in body.split("\n\n"):
             data = [line[6:] for line in event.splitlines() if line.startswith("data: ")]

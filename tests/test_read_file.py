@@ -16,7 +16,8 @@ from hostile_paths import (CAP, HOSTILE, LEGIT, SECRETS, build_tree, file_opens,
                            within)
 from toolkit.kernel import READ_FILE_LAYERS, make_read_file
 from course.worlds.demo_tree import read_file_switch
-from toolkit._paths import AUTHORIZATION_KINDS, HINTS, allowed_extensions
+from toolkit._paths import AUTHORIZATION_KINDS, HINTS
+from course.worlds import allowed_extensions
 from toolkit._paths import ReadRefused
 from toolkit._workspace import Workspace
 from toolkit.kernel import LAYER_OF

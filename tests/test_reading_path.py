@@ -13,10 +13,12 @@ ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "toolkit" / "kernel"
 #: The kernel's budget, ``__init__.py`` included: at most this many files and lines (the reading path's length).
 KERNEL_FILES, KERNEL_LINES = 12, 1_600
-#: The whole library's budget: lines of ``.py`` under ``toolkit/`` (kernel, hardening, every part). It was 9,000
-#: until the durable ledger learned PostgreSQL (its dialect table) and whole replies met the streamed replies' caps
-#: and deadline; the kernel's budget did not move.
-TOOLKIT_LINES = 9_200
+#: The whole library's budget: lines of ``.py`` under ``toolkit/`` (kernel, hardening, every part).
+#: It was 9,000 until the durable ledger learned PostgreSQL (its dialect table) and whole replies
+#: met the streamed replies' caps and deadline (9,200); then scenery the library never called
+#: moved to ``course/`` (the recorded messages, chapter 03's digests, the retry classifier, the
+#: broken reconciler, an example business rule, a display width), and it holds at this.
+TOOLKIT_LINES = 9_094
 
 
 def lines(path: Path) -> int:

@@ -9,6 +9,7 @@ import toolkit.kernel.scheduler as kernel_scheduler
 import toolkit.wire as sc
 from toolkit._resources import canonical
 from toolkit.kernel import Assembler
+from course.worlds import naive_pairing
 
 WRITE_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
                 "required": ["path", "content"], "additionalProperties": False}
@@ -204,7 +205,7 @@ def test_naive_pairing_files_the_write_failure_under_the_read():
     report = sc.run_round(calls, files.host())
     assert files.finished == ["/C", "B", "A"]                    # the reverse of request order
     arrived = [report.by_id()[call_id] for call_id in ("call_C", "call_B", "call_A")]
-    naive = sc.naive_pairing(calls, arrived)
+    naive = naive_pairing(calls, arrived)
     # the model is told reading A failed, and that writing C returned A's contents: soup
     assert naive["call_A"].status is tk.Status.REJECTED and naive["call_A"].call_id == "call_C"
     assert naive["call_C"].ok and naive["call_C"].output == {"text": "contents of A"}

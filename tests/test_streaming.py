@@ -12,7 +12,7 @@ from toolkit.wire import AnthropicStream, OpenAIStream, anthropic_stream, openai
 from course.worlds.stream_replay import SKETCH_FRAMES, frames
 from toolkit.kernel import Assembler
 from toolkit._preview import Preview
-from toolkit.wire import fixture
+from course.worlds import fixture
 from toolkit._ids import IdMap
 from toolkit.kernel import Refusal
 

@@ -3,9 +3,8 @@ import pytest
 
 from toolkit.kernel import ToolCall
 from toolkit.kernel import FailureClass, Status
-from toolkit.effects import RetryKind, classify_retry
-from course.worlds import (COMPENSATION, IssueTracker, TimeoutDecision, TimeoutRuntime,
-                           compensation_table, create_issue_illustration)
+from course.worlds import (COMPENSATION, IssueTracker, RetryKind, TimeoutDecision, TimeoutRuntime,
+                           classify_retry, compensation_table, create_issue_illustration)
 
 KEY = "issue:login-button:v1"
 

@@ -12,7 +12,7 @@ import toolkit.kernel as tk_kernel
 import toolkit.wire as v
 from course.worlds import CREATE_INVOICE
 from toolkit.wire import anthropic_stream, openai_stream
-from toolkit.wire import fixture
+from course.worlds import fixture, fixture_names
 from toolkit._ids import IdMap
 from toolkit.kernel import Refusal
 
@@ -322,9 +322,9 @@ def test_malformed_mcp_requests_are_refused(request_, code):
 
 
 def test_fixture_loader_only_opens_fixtures():
-    assert "openai_stream.txt" in v.fixture_names()
+    assert "openai_stream.txt" in fixture_names()
     with pytest.raises(ValueError):
-        v.fixture("../vendors.py")
+        fixture("../vendors.py")
 
 
 # ------------------------------------------------------------------ fuzzing

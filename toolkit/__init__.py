@@ -5,7 +5,7 @@ executes or refuses it, and returns one ``ToolResult`` per call id.
 
     kernel/   chapters 01-08  the rules, one per file, formula first (``toolkit/READING.md``)
     _*.py     the hardening the kernel calls: caps, echoes, JSON, schemas, ids, paths, streams
-    effects/  chapters 05-07  the durable ledger, timeouts, records, audit
+    effects/  chapters 05-07  the durable ledger, retries, records, audit
     wire/     chapters 01, 08 SSE framing, vendor formats and streams, pairing, running a round
     files/    chapters 01, 03 edit_file, exports, import claims
     live/     chapter 09      a real model through the official SDKs, offline on recordings

@@ -29,8 +29,6 @@ MAX_NAME_BYTES = 255
 MAX_CALL_LINE_CHARS = 80
 #: The most characters of a record's one-line argument summary (execution records, audit rows, live rounds).
 MAX_SUMMARY_CHARS = 120
-#: The most characters of one streamed fragment or token a replay line shows (beside its call).
-MAX_FRAGMENT_CHARS = 40
 #: The longest tool description kept from an MCP server's tools/list (it is shown to a model).
 MAX_DESCRIPTION_CHARS = 1000
 #: The most characters of an MCP server's own error text a failed call repeats (its only account).

@@ -10,10 +10,8 @@ import os
 import stat
 import unicodedata
 from pathlib import PurePosixPath
-from typing import Any
 
 from toolkit.kernel.call import FailureClass, Status, ToolError, ToolFailure
-from toolkit.kernel.contract import Condition
 from toolkit._caps import MAX_NAME_BYTES, MAX_PATH_BYTES
 from toolkit._schema import json_type
 from toolkit._show import shorten
@@ -149,17 +147,3 @@ def no_readable_file(path: object, entry: os.stat_result | None, max_bytes: int)
         why, hint = f"it is {describe_entry(entry.st_mode)}", "read_file reads regular files only"
     return ToolError("precondition_failed", "$.path", f"{shown(path)}: {why}",
                      expected="an existing regular file in the workspace", received=why, hint=hint, retryable=False)
-
-
-def allowed_extensions(*suffixes: str) -> Condition:
-    """A business rule for read_file: only files ending in one of ``suffixes`` (e.g. ``".ts"``, ``".md"``)."""
-    allowed = tuple(sorted(suffixes))
-
-    def has_suffix(arguments: dict, world: Any) -> bool | ToolError:
-        path = arguments.get("path") if isinstance(arguments, dict) else None
-        if isinstance(path, str) and path.endswith(allowed):
-            return True
-        return ToolError("precondition_failed", "$.path", f"{shown(path)}: this tool reads only {', '.join(allowed)}",
-                         expected=list(allowed), received=shown(path),
-                         hint=f"ask for a file ending in {' or '.join(allowed)}, or switch tools", retryable=False)
-    return Condition("allowed_extension", f"path ends in {' or '.join(allowed)}", has_suffix)

@@ -1,7 +1,7 @@
 """Chapter 08: the stream slider: a recorded stream chunk by chunk, and whether the host may run anything yet.
 
 A slider picks a position in a recorded server-sent-event body from
-``toolkit/wire/recordings``. At each position the panel shows the chunks
+``course/worlds/recordings``. At each position the panel shows the chunks
 received so far, the ``Preview`` of every call still arriving (the text so far,
 secret-named values masked, and the keys seen so far, never a guessed value),
 and the one question that matters:

@@ -22,6 +22,7 @@ legality panel's three switches are ``agent427_switches``.
 """
 from __future__ import annotations
 
+import hashlib
 import shutil
 import tempfile
 from contextlib import contextmanager
@@ -31,7 +32,8 @@ from typing import Any, Iterator
 
 from toolkit.kernel import (Caller, Host, Outcome, Status, Test, ToolCall, ToolError, ToolResult, Verdict,
                             rejection, request)
-from toolkit.files import Exports, check_imports, make_edit_file, make_inspect_exports, read_exports
+from toolkit.files import (Exports, check_imports, make_edit_file, make_inspect_exports,
+                           read_exports, sha256_bytes)
 from course.worlds import CLOSE, Preferences
 
 #: The scenario folder shipped with the package (never edited; copy it first).
@@ -68,6 +70,21 @@ def scenario_copy(prefix: str = "agent427-") -> Iterator[Path]:
     """A copy of the scenario in a temporary folder, removed when the ``with`` block ends."""
     with tempfile.TemporaryDirectory(prefix=prefix) as folder:
         yield copy_scenario(Path(folder) / "workspace")
+
+
+def file_sha256(path: Path | str) -> str:
+    """The sha256 of a file's bytes, as ``edit_file``'s evidence spells it."""
+    return sha256_bytes(Path(path).read_bytes())
+
+
+def tree_digest(root: Path | str) -> str:
+    """One hash over every file under ``root`` (names and bytes): "did anything change?"."""
+    digest = hashlib.sha256()
+    base = Path(root)
+    for path in sorted(p for p in base.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        name = path.relative_to(base).as_posix().encode()
+        digest.update(name + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def read_build_script(workspace: Path | str) -> str:

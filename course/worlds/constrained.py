@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from toolkit.kernel import ToolError
-from toolkit._caps import MAX_FRAGMENT_CHARS
 from toolkit._show import echo_value, shorten
 from toolkit._schema import compile_schema, parse_arguments
+from course.worlds.stream_replay import MAX_FRAGMENT_CHARS
 
 CLOSE = "}"
 

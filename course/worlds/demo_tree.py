@@ -11,6 +11,8 @@
   real host around ``make_read_file(..., layers=...)`` and reports the
   verdict, the layer that caught the call, the result, and the files opened
   (``course.worlds.recording_opens`` is the witness).
+* ``allowed_extensions(".ts", ".md")`` is an example business rule for read_file, a
+  precondition that refuses any other kind of file.
 
 Nothing is reported with an absolute path: the workspace is shown as ``<workspace>``.
 """
@@ -25,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from toolkit.kernel import Host, Tool, ToolCall, ToolResult, Verdict, request
+from toolkit.kernel import Condition, Host, Tool, ToolCall, ToolError, ToolResult, Verdict, request
 from toolkit._ids import not_a_call
 from toolkit.kernel import READ_FILE_LAYERS, make_read_file
-from toolkit._paths import ReadRefused
+from toolkit._paths import ReadRefused, shown
 from course.worlds.witness import files_opened, recording_opens
 from toolkit.kernel import Assembler
 from toolkit.kernel import Refusal
@@ -288,5 +290,22 @@ def common_errors(workspace: Path | str) -> list[dict[str, Any]]:
     return rows
 
 
-__all__ = ["Attempted", "DemoRequest", "DemoTree", "FILES", "HOSTILE", "LINK_OUT", "REQUESTS", "SECRETS", "attempt",
-           "common_errors", "demo_workspace"]
+def allowed_extensions(*suffixes: str) -> Condition:
+    """A business rule for read_file: only files ending in one of ``suffixes`` (``".ts"``)."""
+    allowed = tuple(sorted(suffixes))
+    either = " or ".join(allowed)
+
+    def has_suffix(arguments: dict, world: Any) -> bool | ToolError:
+        path = arguments.get("path") if isinstance(arguments, dict) else None
+        if isinstance(path, str) and path.endswith(allowed):
+            return True
+        return ToolError("precondition_failed", "$.path",
+                         f"{shown(path)}: this tool reads only {', '.join(allowed)}",
+                         expected=list(allowed), received=shown(path),
+                         hint=f"ask for a file ending in {either}, or switch tools",
+                         retryable=False)
+    return Condition("allowed_extension", f"path ends in {either}", has_suffix)
+
+
+__all__ = ["Attempted", "DemoRequest", "DemoTree", "FILES", "HOSTILE", "LINK_OUT", "REQUESTS",
+           "SECRETS", "allowed_extensions", "attempt", "common_errors", "demo_workspace"]

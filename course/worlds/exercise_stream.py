@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable
 from toolkit.kernel import Contract, ToolCall, ToolError, request
 from toolkit._schema import parse_arguments
 from toolkit.kernel import scheduler
-from toolkit.wire import fixture
+from course.worlds import fixture
 
 ROUND_CONTRACTS = {
     "read_file": Contract("read_file", "Read a file.", {"type": "object"}, reads=("file:{path}",)),

@@ -5,7 +5,9 @@ lost after it created the issue. ``TimeoutRuntime`` settles such a timeout witho
 it turns "unknown" into "known" the cheapest way there is (retry with the original key where the
 tracker honours keys, look the call up in its record, ask a human), else the call stays
 ``awaiting_human``; a new proposal is refused while the first call's outcome is unknown
-(``toolkit.effects.timeouts.classify_retry``). ``create_issue_illustration`` plays each
+(``classify_retry``: a retry with the original key is an *inquiry* into whether the first call took
+effect, one without it a *new proposal*, a second action in the world; the host's own rule is
+``toolkit.kernel.Host.execute``'s). ``create_issue_illustration`` plays each
 strategy (retry blindly, the idempotency key, a record lookup, a person, nothing, a new key)
 and counts the issues that exist afterwards. One is the right answer. ``COMPENSATION`` is the
 chapter's table of effects that can or cannot be undone after the fact, and what must hold before
@@ -18,11 +20,32 @@ from enum import Enum
 from typing import Any, Callable
 
 from toolkit.kernel import NEXT_STEP, FailureClass, Status, ToolCall, ToolError, ToolResult
-from toolkit._json import carried_key, parsed_arguments
-from toolkit.effects import RetryKind, classify_retry
+from toolkit._json import carried_key, parsed_arguments, same_arguments
 
 TITLE = "Login button does nothing"
 ISSUE_KEY = "issue:login-button:v1"
+
+
+class RetryKind(str, Enum):
+    INQUIRY = "inquiry"            # same tool, arguments and key: did the first call take effect?
+    NEW_PROPOSAL = "new_proposal"  # no key, or another key: a second action in the world
+    CONFLICT = "conflict"          # the original key with another tool or other arguments: refused
+
+    @property
+    def phrase(self) -> str:
+        """The kind as a sentence says it: "an inquiry", "a new proposal", "a conflict"."""
+        return {"inquiry": "an inquiry", "new_proposal": "a new proposal",
+                "conflict": "a conflict"}[self.value]
+
+
+def classify_retry(original: ToolCall, retry: ToolCall, contract: Any = None) -> RetryKind:
+    """A retry without the original key is a new proposal; with it, an inquiry."""
+    first, again = carried_key(original, contract), carried_key(retry, contract)
+    if not isinstance(first, str) or again != first:
+        return RetryKind.NEW_PROPOSAL
+    if retry.name != original.name or not same_arguments(retry.arguments, original.arguments):
+        return RetryKind.CONFLICT
+    return RetryKind.INQUIRY
 
 
 class RemoteTimeout(Exception):

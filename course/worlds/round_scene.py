@@ -12,7 +12,8 @@ the folder.
 ``SlowDisk`` wraps an executor so that calls *finish* in a chosen order,
 whatever order they start in: each call waits until the one before it in
 ``finish_order`` has finished, then runs. It records the order results arrive
-in (``arrived``), which is what a reconciler that pairs by position would see.
+in (``arrived``), which is what a reconciler that pairs by position would see:
+``naive_pairing``, the broken reconciler the chapter warns about.
 """
 from __future__ import annotations
 
@@ -99,3 +100,10 @@ class SlowDisk:
 
 
 __all__ = ["ROUND_FILES", "FileRound", "SlowDisk", "write_file_contract"]
+
+
+def naive_pairing(calls: Sequence[ToolCall], arrived: Sequence[ToolResult]
+                  ) -> dict[str, ToolResult]:
+    """The broken reconciler: the i-th call with the i-th result to arrive. Never use it
+    (``toolkit.wire.pair_results`` pairs by id)."""
+    return {call.call_id: result for call, result in zip(calls, arrived)}

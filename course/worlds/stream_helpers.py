@@ -28,7 +28,7 @@ from typing import Any
 
 from toolkit.kernel import ToolCall
 from toolkit.live import Endpoint, make_client
-from toolkit.live import recorded_stream
+from course.worlds import fixture
 from toolkit.wire import anthropic_stream, openai_stream
 from toolkit._ids import IdMap
 from toolkit.kernel import Refusal
@@ -104,7 +104,7 @@ def helper_contrast() -> list[dict[str, Any]]:
     """One row per case: what the SDK helper returned and what the assembler did with the same bytes."""
     rows = []
     for case, vendor, name in CONTRAST_CASES:
-        text = recorded_stream(name)
+        text = fixture(name)
         helper = openai_helper(text) if vendor == "openai" else anthropic_helper(text)
         rows.append({"case": case, "vendor": vendor, "recording": name, "helper": helper,
                      "assembler": assembler_reading(vendor, text)})

@@ -25,14 +25,16 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from toolkit.kernel import Assembler, ToolCall
-from toolkit._caps import MAX_FRAGMENT_CHARS
 from toolkit._show import echo_text, scrub, shorten
 from toolkit.kernel import Refusal
 from toolkit._ids import IdMap
 from toolkit._preview import KeyScanner, Preview
-from toolkit.wire import fixture
+from course.worlds import fixture
 from toolkit.wire import SSEDecoder, SSEEvent, StreamBroken
 from toolkit.wire import AnthropicStream, OpenAIStream
+
+#: The most characters of one streamed fragment or token a replay line shows (beside its call).
+MAX_FRAGMENT_CHARS = 40
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 

@@ -1,4 +1,4 @@
-"""Effects that must survive (chapters 05-07): the ledger rule, retries, timeouts, records, audit.
+"""Effects that must survive (chapters 05-07): the ledger rule, retries, records, audit.
 
 Each name below loads its module on first use (``toolkit._exports``)."""
 from toolkit._exports import lazy_exports
@@ -14,5 +14,4 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "records": ("ExecutionRecord", "FINAL", "FROM_STATUS", "IllegalTransition", "open_record", "RecordState", "Tick", "Transition", "TRANSITIONS"),
     "retries": ("run_with_retries", "Try"),
     "stored_results": ("decode_result", "encode_result"),
-    "timeouts": ("classify_retry", "RetryKind"),
 })

@@ -37,20 +37,6 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def file_sha256(path: Path | str) -> str:
-    """The sha256 of a file's bytes."""
-    return sha256_bytes(Path(path).read_bytes())
-
-
-def tree_digest(root: Path | str) -> str:
-    """One hash over every file under ``root`` (relative names and bytes): "did anything change?"."""
-    digest = hashlib.sha256()
-    base = Path(root)
-    for path in sorted(p for p in base.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        digest.update(path.relative_to(base).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
 def resolve_in_workspace(root: Path | str, file_path: Any) -> Path | ToolError:
     """The real path ``file_path`` names inside ``root``, or the ``path_refused`` error saying why not."""
     found = _confined(root, file_path)

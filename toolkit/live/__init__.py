@@ -10,7 +10,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
                  "LiveConfigError", "make_client", "retry_after"),
     "local": ("for_llama_cpp", "LOCAL_MODEL", "local_model", "packaged_model", "TOOL_CHOICES",
               "with_tool_choice"),
-    "replay": ("check_body", "recorded_stream", "recording", "recording_names", "replay_server", "ReplayServer",
+    "replay": ("check_body", "recording", "recording_names", "replay_server", "ReplayServer",
                "sse_body"),
     "session": ("ask_with_budget", "LiveRound", "LiveRun", "LiveRunError", "ModelPolicy", "run_task",
                 "sdk_failure", "verdict_of"),

@@ -14,7 +14,6 @@ from typing import Any
 
 from toolkit._formats import imported
 from toolkit.live import Endpoint, LiveConfigError, make_client
-from toolkit.wire import fixture
 
 _PIECE = 16   # characters of arguments per streamed fragment
 
@@ -22,12 +21,6 @@ _PIECE = 16   # characters of arguments per streamed fragment
 def recording_names() -> list[str]:
     """The recorded conversations shipped with the course."""
     return sorted(p.name[:-5] for p in (files("toolkit.live") / "recordings").iterdir() if p.name.endswith(".json"))
-
-
-def recorded_stream(name: str) -> str:
-    """A recorded raw stream body (``*.txt``), from ``toolkit/live/recordings`` or else ``toolkit/wire/recordings``."""
-    place = files("toolkit.live") / "recordings" / name
-    return place.read_text(encoding="utf-8") if place.is_file() else fixture(name)
 
 
 def check_body(vendor: str, body: Any) -> None:

@@ -3,7 +3,7 @@
 ``pairing_problems`` is the rule: ``missing_result``, ``duplicate_result``, ``orphan_result``,
 reported, never resolved by guessing. ``pair_results`` applies it in the host,
 ``check_conversation`` to a vendor conversation, ``verify`` to one result as a round hands it
-back (``call_id_mismatch``); ``naive_pairing`` is the broken reconciler the chapter warns about."""
+back (``call_id_mismatch``)."""
 from __future__ import annotations
 
 import json
@@ -43,11 +43,6 @@ def pair_results(calls: Sequence[ToolCall], results: Iterable[ToolResult]) -> tu
         if result.call_id in wanted and result.call_id not in paired:
             paired[result.call_id] = result
     return paired, pairing_problems(wanted, [r.call_id for r in results])
-
-
-def naive_pairing(calls: Sequence[ToolCall], results_as_they_arrived: Sequence[ToolResult]) -> dict[str, ToolResult]:
-    """The broken reconciler: the i-th call with the i-th result to arrive. Never use it."""
-    return {call.call_id: result for call, result in zip(calls, results_as_they_arrived)}
 
 
 def check_conversation(messages: list[Any], vendor: str) -> list[ToolError]:
