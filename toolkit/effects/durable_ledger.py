@@ -236,12 +236,7 @@ class DurableLedger:
         answer = existing_answer(row, key, tool, digest, self.clock())
         if answer.status is not LedgerStatus.IN_PROGRESS or answer.error.retryable:
             return answer               # finished, a conflict, or a live lease: its owner may still finish
-        try:
-            found = inquire(arguments)
-        except Exception as exc:
-            return Answer.refusal("unknown", key, f"the downstream check raised {type(exc).__name__}; "
-                                                   "the outcome is still unknown")
-        return self._settle(principal, key, row[4], found, tool, digest)
+        return self._settle(principal, key, row[4], tool, digest, inquire, arguments)
 
     def reap(self, find: Callable[[str], Any]) -> list[Answer]:
         """``reconcile`` every dead claim, oldest first; ``find(key)`` is the downstream record."""
@@ -255,17 +250,18 @@ class DurableLedger:
         for principal, key, tool, digest, owner, until in rows:
             if lease_state(owner, until, now) == LIVE:
                 continue
-            try:
-                found = find(key)
-            except Exception as exc:
-                answers.append(Answer.refusal("unknown", key, f"the downstream check raised {type(exc).__name__}; "
-                                                           "the outcome is still unknown"))
-                continue
-            answers.append(self._settle(principal, key, owner, found, tool, digest))
+            answers.append(self._settle(principal, key, owner, tool, digest, find, key))
         return answers
 
-    def _settle(self, principal: str, key: str, owner: str | None, found: Any, tool: str, digest: str) -> Answer:
-        """Write the record's verdict, fenced by the dead claim's owner; if the row moved on, answer from it."""
+    def _settle(self, principal: str, key: str, owner: str | None, tool: str, digest: str,
+                ask: Callable[[Any], Any], question: Any) -> Answer:
+        """Ask the downstream record (``ask(question)``), write its verdict, fenced by the dead
+        claim's owner; if the row moved on, answer from it."""
+        try:
+            found = ask(question)
+        except Exception as exc:
+            return Answer.refusal("unknown", key, f"the downstream check raised {type(exc).__name__}; "
+                                                   "the outcome is still unknown")
         try:
             text = None if found is None else encode_result(found)
             with self._lock, transaction(self.conn):
