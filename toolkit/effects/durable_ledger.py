@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from toolkit.kernel import Answer, invoke_effect, LedgerStatus, Status, ToolFailure, ToolResult
 from toolkit._json import check_call
@@ -118,18 +119,26 @@ class DurableLedger:
                 return row
         raise self.conn.Error("the key's row kept vanishing between a claim and its read")
 
+    @contextmanager
+    def _opening(self, key: str, arguments: Any, tool: str, principal: str) -> Iterator[tuple]:
+        """Check the call, claim its key; the block runs in the claim's transaction with
+        ``(answer, parsed arguments, owner)``: an answer (invalid, or the row met) is returned."""
+        error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
+        if error:
+            yield Answer.invalid(key, error), arguments, ""
+            return
+        owner = claim_owner(self.owner)
+        with self._lock, transaction(self.conn):
+            row = self._claim(principal, key, tool, digest, owner)
+            yield row and existing_answer(row, key, tool, digest, self.clock()), arguments, owner
+
     def call_atomic(self, key: str, effect: Callable[[Any, Any], Any], arguments: Any, *,
                     tool: str = "", principal: str = "", secret_fields: Iterable[str] = ()) -> Answer:
         """Run ``effect(conn, arguments)`` and write its row in ONE transaction: both or neither."""
-        error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
-        if error:
-            return Answer.invalid(key, error)
-        owner = claim_owner(self.owner)
         try:
-            with self._lock, transaction(self.conn):
-                row = self._claim(principal, key, tool, digest, owner)
-                if row:
-                    return existing_answer(row, key, tool, digest, self.clock())
+            with self._opening(key, arguments, tool, principal) as (answer, arguments, owner):
+                if answer:
+                    return answer
                 value = effect(self.conn, arguments)
                 try:
                     text = encode_result(value, strict=True)
@@ -155,15 +164,10 @@ class DurableLedger:
         """Claim the key (pending, with a lease; committed before the effect starts), run
         ``effect(arguments)``, record done if the claim still holds. An unknown outcome ends the
         lease at once; a claim settled or retaken meanwhile answers CONFLICT."""
-        error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
-        if error:
-            return Answer.invalid(key, error)
-        owner = claim_owner(self.owner)
         try:
-            with self._lock, transaction(self.conn):
-                row = self._claim(principal, key, tool, digest, owner)
-                if row:
-                    return existing_answer(row, key, tool, digest, self.clock())
+            with self._opening(key, arguments, tool, principal) as (answer, arguments, owner):
+                if answer:
+                    return answer
         except self.conn.Error as exc:
             return storage_failure(key, exc, "nothing was run", secret_values(arguments, secret_fields))
         # The claim found no row for the key: k is not in dom(L), so the rule runs f once.
