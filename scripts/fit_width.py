@@ -95,11 +95,7 @@ def put_back(source: str, kept: dict[str, str]) -> str:
 # ------------------------------------------------------------------ comments
 def comments(source: str) -> dict[int, int]:
     """line number -> column of the comment on that line (tokenize knows what is in a string)."""
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source + "\n").readline))
-    except (tokenize.TokenError, SyntaxError) as exc:
-        raise Unchanged(f"not Python: {exc}") from exc
-    return {t.start[0]: t.start[1] for t in tokens if t.type == tokenize.COMMENT}
+    return {t.start[0]: t.start[1] for t in tokens_of(source, ()) if t.type == tokenize.COMMENT}
 
 
 def wrap_comment(indent: str, comment: str) -> list[str]:
@@ -232,13 +228,13 @@ SKIPPED = (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tok
            tokenize.ENDMARKER)
 
 
-def tokens_of(source: str) -> list[tokenize.TokenInfo]:
-    """The tokens that carry code (no line ends, comments or indentation)."""
+def tokens_of(source: str, skipped: tuple[int, ...] = SKIPPED) -> list[tokenize.TokenInfo]:
+    """The tokens that carry code (no line ends, comments or indentation; ``skipped=()``: all)."""
     try:
         found = list(tokenize.generate_tokens(io.StringIO(source + "\n").readline))
     except (tokenize.TokenError, SyntaxError) as exc:
         raise Unchanged(f"not Python: {exc}") from exc
-    return [t for t in found if t.type not in SKIPPED]
+    return [t for t in found if t.type not in skipped]
 
 
 def breaks(source: str) -> tuple[dict[int, list[tuple[int, int, int, int]]], dict[int, tuple]]:
