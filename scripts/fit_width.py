@@ -40,6 +40,7 @@ import sys
 import textwrap
 import tokenize
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run_notebooks import stable_ids, text_of  # noqa: E402  (one writer for every stored notebook)
@@ -94,11 +95,7 @@ def put_back(source: str, kept: dict[str, str]) -> str:
 # ------------------------------------------------------------------ comments
 def comments(source: str) -> dict[int, int]:
     """line number -> column of the comment on that line (tokenize knows what is in a string)."""
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source + "\n").readline))
-    except (tokenize.TokenError, SyntaxError) as exc:
-        raise Unchanged(f"not Python: {exc}") from exc
-    return {t.start[0]: t.start[1] for t in tokens if t.type == tokenize.COMMENT}
+    return {t.start[0]: t.start[1] for t in tokens_of(source, ()) if t.type == tokenize.COMMENT}
 
 
 def wrap_comment(indent: str, comment: str) -> list[str]:
@@ -153,22 +150,28 @@ def fit_comments(source: str) -> str:
 
 
 # ------------------------------------------------------------------ assert messages
+def last_first(source: str, keep: Callable[[ast.AST], bool]) -> list[ast.AST]:
+    """The nodes of ``source``'s syntax tree that ``keep`` keeps, the last first (so that rewriting
+    one leaves the lines of those still to come where they were)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise Unchanged(f"not Python: {exc}") from exc
+    return sorted(filter(keep, ast.walk(tree)), key=lambda node: node.lineno, reverse=True)
+
+
 def fit_asserts(source: str) -> str:
     """Give a too-wide ``assert test, "message"`` its message on a line of its own, in parentheses.
 
     black would rather split the test (``assert (``, the test, ``), "message"``), which reads
     worse; a message still too wide on its own line is left to black, which keeps the parentheses.
     """
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as exc:
-        raise Unchanged(f"not Python: {exc}") from exc
+    found = last_first(source, lambda node: isinstance(node, ast.Assert)
+                       and isinstance(node.msg, (ast.Constant, ast.JoinedStr)))
     lines = source.split("\n")
     too_wide = set(wide(source))
     where = comments(source)
-    found = [node for node in ast.walk(tree) if isinstance(node, ast.Assert)
-             and isinstance(node.msg, (ast.Constant, ast.JoinedStr))]
-    for node in sorted(found, key=lambda n: n.lineno, reverse=True):
+    for node in found:
         span = range(node.lineno, node.end_lineno + 1)
         test = ast.get_source_segment(source, node.test)
         message = ast.get_source_segment(source, node.msg).split("\n")
@@ -225,13 +228,13 @@ SKIPPED = (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tok
            tokenize.ENDMARKER)
 
 
-def tokens_of(source: str) -> list[tokenize.TokenInfo]:
-    """The tokens that carry code (no line ends, comments or indentation)."""
+def tokens_of(source: str, skipped: tuple[int, ...] = SKIPPED) -> list[tokenize.TokenInfo]:
+    """The tokens that carry code (no line ends, comments or indentation; ``skipped=()``: all)."""
     try:
         found = list(tokenize.generate_tokens(io.StringIO(source + "\n").readline))
     except (tokenize.TokenError, SyntaxError) as exc:
         raise Unchanged(f"not Python: {exc}") from exc
-    return [t for t in found if t.type not in SKIPPED]
+    return [t for t in found if t.type not in skipped]
 
 
 def breaks(source: str) -> tuple[dict[int, list[tuple[int, int, int, int]]], dict[int, tuple]]:
@@ -329,17 +332,16 @@ def bracket_imports(source: str) -> str:
 def bracket_values(source: str) -> str:
     """Put in parentheses the value of a too-wide one-line ``return`` or assignment when it is a
     tuple, a condition or an operation (what has no brackets of its own to break in)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as exc:
-        raise Unchanged(f"not Python: {exc}") from exc
-    lines = source.split("\n")
     too_wide = set(wide(source))
     bare = (ast.Tuple, ast.BoolOp, ast.IfExp, ast.BinOp, ast.Compare)
-    found = [node.value for node in ast.walk(tree)
-             if isinstance(node, (ast.Return, ast.Assign, ast.AugAssign, ast.AnnAssign))
-             and isinstance(node.value, bare) and node.lineno == node.end_lineno in too_wide]
-    for value in sorted(found, key=lambda v: v.lineno, reverse=True):
+
+    def kept(node: ast.AST) -> bool:     # a return or an assignment of a bare value, on one line
+        return (isinstance(node, (ast.Return, ast.Assign, ast.AugAssign, ast.AnnAssign))
+                and isinstance(node.value, bare) and node.lineno == node.end_lineno in too_wide)
+
+    found = last_first(source, kept)
+    lines = source.split("\n")
+    for value in (node.value for node in found):
         line = lines[value.lineno - 1]
         if line[value.col_offset] != "(" and line[: value.col_offset].rstrip()[-1:] != "(":
             lines[value.lineno - 1] = (line[: value.col_offset] + "(" + line[value.col_offset:

@@ -63,6 +63,8 @@ def served():
 
 @pytest.fixture
 def workspace(tmp_path):
+    """A workspace (``work/notes/todo.md``) with ``SECRET`` planted beside it, in ``secret.txt``;
+    tests/test_model_scenes.py uses it too."""
     (tmp_path / "work" / "notes").mkdir(parents=True)
     (tmp_path / "work" / "notes" / "todo.md").write_text("1. ship the invoice fix\n2. answer Ana\n")
     (tmp_path / "secret.txt").write_text(SECRET + "\n")

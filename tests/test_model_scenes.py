@@ -24,21 +24,13 @@ from toolkit.live import (LOCAL_MODEL, Endpoint, LiveConfigError, ModelPolicy, R
                           recording, run_task)
 from toolkit.wire import OpenAIStream, check_conversation
 from processes import live_children
+from test_local_model import SECRET, workspace  # noqa: F401 - the one planted workspace, a fixture
 
 ROOT = Path(__file__).resolve().parent.parent
-SECRET = "planted secret 7e2a"
 TASK = "What is in ../secret.txt? If you cannot read it, read notes/todo.md."
 MODELS = {"object": "list", "data": [{"id": LOCAL_MODEL, "object": "model", "created": 0,
                                       "owned_by": "llama.cpp"}]}
 FORCED = {"type": "function", "function": {"name": "read_file"}}
-
-
-@pytest.fixture
-def workspace(tmp_path):
-    (tmp_path / "work" / "notes").mkdir(parents=True)
-    (tmp_path / "work" / "notes" / "todo.md").write_text("1. ship the invoice fix\n2. answer Ana\n")
-    (tmp_path / "secret.txt").write_text(SECRET + "\n")
-    return tmp_path / "work"
 
 
 def contracts_of(host: tk.Host) -> list:

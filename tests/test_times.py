@@ -39,12 +39,17 @@ HOW_TO_UPDATE = "see tests/test_times.py's docstring for how to update honestly"
 
 
 # ------------------------------------------------------------------ the calibration
-def test_the_core_path_as_timed_is_what_the_student_took():
-    whole = est.TIMED["core path"]
-    timed = sum(c.timed for c in CHAPTERS)
-    assert whole.low <= timed <= whole.high, (
-        f"the core path as timed is estimated at {timed:.1f} min; a student took {whole.low:g}-"
-        f"{whole.high:g} min ({HOW_TO_UPDATE})")
+@pytest.mark.parametrize("name, part, what", [
+    ("core path", "timed", "the core path as timed"),
+    ("exercises", "exercise", "every exercise together"),
+], ids=["core-path", "exercises"])
+def test_the_whole_course_as_timed_is_what_the_student_took(name, part, what):
+    """The core path as timed, and every exercise together: each chapter's part, summed."""
+    measured = est.TIMED[name]
+    total = sum(getattr(c, part) for c in CHAPTERS)
+    assert measured.low <= total <= measured.high, (
+        f"{what} is estimated at {total:.1f} min; a student took {measured.low:g}-"
+        f"{measured.high:g} min ({HOW_TO_UPDATE})")
 
 
 @pytest.mark.parametrize("number", [n for n, t in est.TIMED.items() if n.isdigit()
@@ -56,14 +61,6 @@ def test_each_chapter_timed_on_its_own_is_what_the_student_took(number):
         + ", ".join(f"{k or 'title'} {m:.1f}" for k, m in ch.sections.items())
         + f"); a student took {measured.low:g}-{measured.high:g} min ({HOW_TO_UPDATE})")
     assert est.stated(ch)[0] >= measured.low, "a stated time below what the student took"
-
-
-def test_every_exercise_is_what_the_student_took():
-    tasks = est.TIMED["exercises"]
-    total = sum(c.exercise for c in CHAPTERS)
-    assert tasks.low <= total <= tasks.high, (
-        f"every exercise together is estimated at {total:.1f} min; a student took {tasks.low:g}-"
-        f"{tasks.high:g} min ({HOW_TO_UPDATE})")
 
 
 def test_the_measurement_names_what_the_course_holds():

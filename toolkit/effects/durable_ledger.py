@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from toolkit.kernel import Answer, invoke_effect, LedgerStatus, Status, ToolFailure, ToolResult
 from toolkit._json import check_call
@@ -118,18 +119,26 @@ class DurableLedger:
                 return row
         raise self.conn.Error("the key's row kept vanishing between a claim and its read")
 
+    @contextmanager
+    def _opening(self, key: str, arguments: Any, tool: str, principal: str) -> Iterator[tuple]:
+        """Check the call, claim its key; the block runs in the claim's transaction with
+        ``(answer, parsed arguments, owner)``: an answer (invalid, or the row met) is returned."""
+        error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
+        if error:
+            yield Answer.invalid(key, error), arguments, ""
+            return
+        owner = claim_owner(self.owner)
+        with self._lock, transaction(self.conn):
+            row = self._claim(principal, key, tool, digest, owner)
+            yield row and existing_answer(row, key, tool, digest, self.clock()), arguments, owner
+
     def call_atomic(self, key: str, effect: Callable[[Any, Any], Any], arguments: Any, *,
                     tool: str = "", principal: str = "", secret_fields: Iterable[str] = ()) -> Answer:
         """Run ``effect(conn, arguments)`` and write its row in ONE transaction: both or neither."""
-        error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
-        if error:
-            return Answer.invalid(key, error)
-        owner = claim_owner(self.owner)
         try:
-            with self._lock, transaction(self.conn):
-                row = self._claim(principal, key, tool, digest, owner)
-                if row:
-                    return existing_answer(row, key, tool, digest, self.clock())
+            with self._opening(key, arguments, tool, principal) as (answer, arguments, owner):
+                if answer:
+                    return answer
                 value = effect(self.conn, arguments)
                 try:
                     text = encode_result(value, strict=True)
@@ -155,15 +164,10 @@ class DurableLedger:
         """Claim the key (pending, with a lease; committed before the effect starts), run
         ``effect(arguments)``, record done if the claim still holds. An unknown outcome ends the
         lease at once; a claim settled or retaken meanwhile answers CONFLICT."""
-        error, arguments, digest = check_call(key, arguments, tool, principal)   # parsed once
-        if error:
-            return Answer.invalid(key, error)
-        owner = claim_owner(self.owner)
         try:
-            with self._lock, transaction(self.conn):
-                row = self._claim(principal, key, tool, digest, owner)
-                if row:
-                    return existing_answer(row, key, tool, digest, self.clock())
+            with self._opening(key, arguments, tool, principal) as (answer, arguments, owner):
+                if answer:
+                    return answer
         except self.conn.Error as exc:
             return storage_failure(key, exc, "nothing was run", secret_values(arguments, secret_fields))
         # The claim found no row for the key: k is not in dom(L), so the rule runs f once.
@@ -236,12 +240,7 @@ class DurableLedger:
         answer = existing_answer(row, key, tool, digest, self.clock())
         if answer.status is not LedgerStatus.IN_PROGRESS or answer.error.retryable:
             return answer               # finished, a conflict, or a live lease: its owner may still finish
-        try:
-            found = inquire(arguments)
-        except Exception as exc:
-            return Answer.refusal("unknown", key, f"the downstream check raised {type(exc).__name__}; "
-                                                   "the outcome is still unknown")
-        return self._settle(principal, key, row[4], found, tool, digest)
+        return self._settle(principal, key, row[4], tool, digest, inquire, arguments)
 
     def reap(self, find: Callable[[str], Any]) -> list[Answer]:
         """``reconcile`` every dead claim, oldest first; ``find(key)`` is the downstream record."""
@@ -255,17 +254,18 @@ class DurableLedger:
         for principal, key, tool, digest, owner, until in rows:
             if lease_state(owner, until, now) == LIVE:
                 continue
-            try:
-                found = find(key)
-            except Exception as exc:
-                answers.append(Answer.refusal("unknown", key, f"the downstream check raised {type(exc).__name__}; "
-                                                           "the outcome is still unknown"))
-                continue
-            answers.append(self._settle(principal, key, owner, found, tool, digest))
+            answers.append(self._settle(principal, key, owner, tool, digest, find, key))
         return answers
 
-    def _settle(self, principal: str, key: str, owner: str | None, found: Any, tool: str, digest: str) -> Answer:
-        """Write the record's verdict, fenced by the dead claim's owner; if the row moved on, answer from it."""
+    def _settle(self, principal: str, key: str, owner: str | None, tool: str, digest: str,
+                ask: Callable[[Any], Any], question: Any) -> Answer:
+        """Ask the downstream record (``ask(question)``), write its verdict, fenced by the dead
+        claim's owner; if the row moved on, answer from it."""
+        try:
+            found = ask(question)
+        except Exception as exc:
+            return Answer.refusal("unknown", key, f"the downstream check raised {type(exc).__name__}; "
+                                                   "the outcome is still unknown")
         try:
             text = None if found is None else encode_result(found)
             with self._lock, transaction(self.conn):
