@@ -17,8 +17,9 @@ KERNEL_FILES, KERNEL_LINES = 12, 1_600
 #: It was 9,000 until the durable ledger learned PostgreSQL (its dialect table) and whole replies
 #: met the streamed replies' caps and deadline (9,200); then scenery the library never called
 #: moved to ``course/`` (the recorded messages, chapter 03's digests, the retry classifier, the
-#: broken reconciler, an example business rule, a display width), and it holds at this.
-TOOLKIT_LINES = 9_094
+#: broken reconciler, an example business rule, a display width); then two more format modules
+#: deferred (``toolkit._formats``), and it holds at this.
+TOOLKIT_LINES = 9_110
 
 
 def lines(path: Path) -> int:
