@@ -312,3 +312,18 @@ def test_a_failing_cell_writes_nothing_and_exits_1(tmp_path):
     before = path.read_text(encoding="utf-8")
     assert runner.main([str(path)]) == 1
     assert path.read_text(encoding="utf-8") == before
+
+
+def test_running_the_notebooks_leaves_a_quiet_terminal(tmp_path):
+    """``scripts/run_notebooks.py`` gives its kernels keys, as the course's launchers do: no warning."""
+    import subprocess
+
+    cell = new_code_cell("print('ok')", execution_count=1,
+                         outputs=[new_output("stream", name="stdout", text="ok\n")])
+    path = tmp_path / "one.ipynb"
+    nbformat.write(new_notebook(cells=[cell], metadata={"kernelspec": {
+        "name": "python3", "display_name": "Python 3", "language": "python"}}), path)
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_notebooks.py"), str(path)],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0 and "ok " in done.stdout, done.stdout + done.stderr
+    assert "eavesdropping" not in done.stderr + done.stdout, done.stderr
