@@ -556,17 +556,19 @@ def fit_notebook(path: Path) -> tuple[str, str, list[str]]:
 
     before = path.read_text(encoding="utf-8")
     nb = nbformat.reads(before, as_version=4)
-    left = []
+    left, changed = [], False
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
         try:
-            cell.source = fit_source(cell.source)
+            fitted = fit_source(cell.source)
+            changed, cell.source = changed or fitted != cell.source, fitted
         except Unchanged as exc:
             left.append(f"cell {index}: left as it is ({exc})")
         left += [f"cell {index}, line {n}: {cell.source.split(chr(10))[n - 1].strip()[:60]}..."
                  for n in wide(cell.source)]
-    stable_ids(nb)          # cell ids follow the source, as scripts/run_notebooks.py makes them
+    if changed:   # cell ids follow the source, as scripts/run_notebooks.py makes them
+        stable_ids(nb)
     return before, text_of(nb), left
 
 

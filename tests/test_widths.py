@@ -211,3 +211,15 @@ def test_fit_width_rewrites_code_cells_only(tmp_path: Path):
     assert cells[0].source == prose
     assert too_wide_in_notebook(path) == []
     assert fit_width.main(["--check", str(path)]) == 0
+
+
+def test_fit_width_leaves_a_fitting_notebook_and_its_cell_ids_alone(tmp_path: Path):
+    """An exercise keeps its solution's cell ids; a check that finds nothing too wide changes nothing."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    nb.cells[0].id = "kept-id"
+    path = tmp_path / "fits.ipynb"
+    nbformat.write(nb, path)
+    assert fit_width.main(["--check", str(path)]) == 0
+    assert [c.id for c in nbformat.read(path, as_version=4).cells] == ["kept-id"]
+    exercises = [str(p) for p in sorted((ROOT / "exercises").glob("*.ipynb"))]
+    assert exercises and fit_width.main(["--check", *exercises]) == 0
