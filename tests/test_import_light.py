@@ -189,3 +189,17 @@ print("ok")
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_a_large_import_is_kept_out_of_later_collections():
+    """``imported`` freezes what the import built (``gc.freeze``) and leaves the collector on."""
+    code = """
+import gc
+from toolkit._formats import imported
+before = gc.get_freeze_count()
+imported("email.mime.text")
+assert gc.isenabled() and gc.get_freeze_count() > before, (before, gc.get_freeze_count())
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

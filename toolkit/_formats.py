@@ -3,7 +3,8 @@
 Where JupyterLab installs them, ``import jsonschema`` imports every optional format package:
 ``rfc3987_syntax`` builds a grammar (a second, in every kernel), ``isoduration`` loads ``arrow`` and
 ``dateutil``. ``import_jsonschema`` defers the modules in ``DEFERRED`` until a check of their format
-really runs. ``imported`` keeps the garbage collector still during a large import (SDKs, sympy)."""
+really runs. ``imported`` keeps the garbage collector still during a large import (SDKs, sympy), then
+freezes what it built."""
 from __future__ import annotations
 
 import gc
@@ -23,12 +24,14 @@ _LOCK = threading.Lock()
 
 
 def imported(name: str) -> Any:
-    """``import_module(name)`` with the garbage collector paused: it would find nothing to free."""
+    """``import_module(name)``, the garbage collector paused, then ``gc.freeze()``: what an import
+    builds lives as long as the process, so no collection need free or walk it (chapter 09: -20%)."""
     was_on = gc.isenabled()
     gc.disable()
     try:
         return importlib.import_module(name)
     finally:
+        gc.freeze()
         if was_on:
             gc.enable()
 
