@@ -230,3 +230,15 @@ def test_with_require_model_a_missing_model_fails(tmp_path):
     run = run_without_the_model(tmp_path, require=True)
     assert run.returncode == 1 and "1 failed" in run.stdout, run.stdout + run.stderr
     assert "REQUIRE_MODEL=1 (or CI), but the packaged model is not installed" in run.stdout
+
+
+@pytest.mark.timeout(1800)
+def test_the_local_model_benchmark_measures_whole_and_streamed_rounds():
+    """``benchmarks/bench_local_model.py`` runs to its RESULT line, with a rate for both kinds of reply."""
+    require_model()
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_local_model.py")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=1700)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rates = [line for line in done.stdout.splitlines() if line.startswith("tokens per second")]
+    assert rates and "whole answers" in rates[0] and "streams" in rates[0], done.stdout
+    assert any(line.startswith("RESULT local_model_host_share ") for line in done.stdout.splitlines())
