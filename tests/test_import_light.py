@@ -199,6 +199,9 @@ from toolkit._formats import imported
 before = gc.get_freeze_count()
 imported("email.mime.text")
 assert gc.isenabled() and gc.get_freeze_count() > before, (before, gc.get_freeze_count())
+frozen = gc.get_freeze_count()
+imported("email.mime.text")     # already imported: nothing built, nothing more frozen
+assert gc.get_freeze_count() == frozen, (frozen, gc.get_freeze_count())
 print("ok")
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
