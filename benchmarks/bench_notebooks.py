@@ -2,26 +2,26 @@
 
     python benchmarks/bench_notebooks.py
 
-Both runs use this interpreter and the project's pytest settings (strict nbval, the sanitizer, the
-kernel of the current environment), on one worker (``-n 0``: the suite's two workers would hide cell
-time behind scheduling), so kernel start-up and collection cost the same in each; what is left is
-the time the chapters' own cells take. The one-cell notebooks run before and after the course, and
-their mean is the reference, so a machine that gets busier or quieter during the run weighs on both
-sides alike.
+One strict nbval run (the project's pytest settings: the sanitizer, the kernel of the current
+environment) on one worker (``-n 0``: two workers would hide cell time behind scheduling) takes the
+course's notebooks and as many one-cell notebooks in turn: a one-cell notebook, a chapter, a
+one-cell notebook, the next chapter... This machine's speed drifts by a tenth and more within a
+minute (a virtual machine's neighbours); taken in turn, both sides meet the same drift. A JUnit
+report gives each item its time (setup, call and teardown: a notebook's first cell carries its
+kernel's start, its last cell the kernel's stop), so each side's time is the sum of its items.
 
 Some cells run a real packaged model (SmolLM2 behind llama.cpp); they carry the cell tag
-``packaged-model``. The model's compute is not the course's cell cost, so the course run writes a
-JUnit report (nbval makes one pytest item per code cell; the report gives each its own time, the
-call alone) and the benchmark reports:
+``packaged-model``. The model's compute is not the course's cell cost, so the benchmark reports:
 
-* the course's own cells: the course run's time minus the time of the cells tagged
-  ``packaged-model``, as a ratio to the one-cell notebooks. Aim: at most 1.6x
-  (``RESULT nbval_course_vs_one_cell``);
+* the course's own cells: the course's items without the cells tagged ``packaged-model``, plus
+  one session's start (what the run took beyond its items: pytest's start and collection, the same
+  whichever side ran alone), as a ratio to the one-cell notebooks plus that same start: the ratio
+  of two nbval runs, one of each side. Aim: at most 1.6x (``RESULT nbval_course_vs_one_cell``);
 * the model's time: those tagged cells' total, apart (``RESULT nbval_packaged_model_s``, seconds).
 
-It also prints the CPU time of pytest and its kernels on each side (a busy machine hardly moves it),
-the slowest of the course's own cells, and the machine's load average at the start and at the end:
-wall-clock figures run slower on a machine busy with other work.
+It also prints the CPU time of pytest and its kernels, the slowest of the course's own cells, and
+the machine's load average at the start and at the end: wall-clock figures run slower on a machine
+busy with other work.
 """
 from __future__ import annotations
 
@@ -61,10 +61,10 @@ def one_cell_notebooks(folder: Path, count: int) -> list[Path]:
 
 
 def nbval(paths: list[Path], report: Path | None = None) -> tuple[float, float]:
-    """Seconds for one strict nbval run over ``paths`` (it must pass): wall-clock, and the CPU time
-    of pytest and the kernels it ran. ``report``: where to write a JUnit report of each cell's time
-    (the call alone)."""
-    extra = [f"--junitxml={report}", "-o", "junit_duration_report=call"] if report else []
+    """Seconds for one strict nbval run over ``paths``, in that order (it must pass): wall-clock, and
+    the CPU time of pytest and the kernels it ran. ``report``: where to write a JUnit report of each
+    item's time."""
+    extra = [f"--junitxml={report}"] if report else []     # each item: setup, call and teardown
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"), "-n", "0", *extra,
                *map(str, paths)]
@@ -93,16 +93,31 @@ def cell_tags(path: Path) -> list[list[str]]:
 
 
 def cell_times(report: Path, paths: list[Path]) -> list[tuple[float, str, int, bool]]:
-    """(seconds, notebook, code cell number, tagged ``packaged-model``) for each reported cell."""
-    by_class = {str(p.relative_to(ROOT)).replace(os.sep, "."): p for p in paths}   # pytest's names
+    """(seconds, notebook, code cell number, tagged ``packaged-model``) for each reported cell of
+    the notebooks ``paths`` (the report's other items are left out)."""
+    by_class = {_class_name(p): p for p in paths}
     tags = {p: cell_tags(p) for p in paths}
     found = []
     for case in ET.parse(report).iter("testcase"):
-        path = by_class[case.get("classname")]
+        path = by_class.get(case.get("classname"))
+        if path is None:
+            continue
         number = int(case.get("name").removeprefix("Cell "))
-        found.append((float(case.get("time")), str(path.relative_to(ROOT)), number,
-                      MODEL_TAG in tags[path][number]))
+        found.append((float(case.get("time")), str(path.relative_to(ROOT)), number, MODEL_TAG in tags[path][number]))
     return found
+
+
+def _class_name(path: Path) -> str:
+    """The JUnit class name pytest gives the items of a notebook in the tree (its node id, dots)."""
+    return str(path.relative_to(ROOT)).replace(os.sep, ".")
+
+
+def compiled() -> None:
+    """Write the bytecode of the tree's own modules, as Python does at a first import. A run told
+    not to write it (``PYTHONDONTWRITEBYTECODE``) would otherwise measure every kernel compiling
+    ``toolkit`` and ``course`` from source, a cost a student's machine pays once."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "toolkit", "course"], cwd=ROOT,
+                   check=True)
 
 
 def load() -> str:
@@ -112,27 +127,33 @@ def load() -> str:
 def main() -> int:
     course = course_notebooks()
     load_at_start = load()
-    with tempfile.TemporaryDirectory(prefix="bench-notebooks-") as folder:
+    (ROOT / "artifacts").mkdir(exist_ok=True)
+    # inside the tree (artifacts/ is not tracked), so the report names each one-cell notebook's item
+    with tempfile.TemporaryDirectory(prefix="bench-notebooks-", dir=ROOT / "artifacts") as folder:
         plain = one_cell_notebooks(Path(folder), len(course))
-        report = Path(folder) / "course.xml"
+        report = Path(folder) / "run.xml"
+        compiled()
         nbval(plain[:1])                              # warm the file and bytecode caches
-        before, plain_cpu = nbval(plain)
-        chapters, course_cpu = nbval(course, report)
-        after, _ = nbval(plain)
+        in_turn = [path for pair in zip(plain, course) for path in pair]
+        wall, cpu = nbval(in_turn, report)
         cells = cell_times(report, course)
-    baseline = (before + after) / 2
+        plain_cells = cell_times(report, plain)
+    if len(plain_cells) != len(plain) or len(cells) != sum(len(cell_tags(p)) for p in course):
+        raise SystemExit("the JUnit report does not name every cell of the run")
+    start = wall - sum(c[0] for c in cells) - sum(c[0] for c in plain_cells)   # one session's start
     model = [c for c in cells if c[3]]
     model_time = sum(c[0] for c in model)
-    own = chapters - model_time
+    own = sum(c[0] for c in cells if not c[3]) + start
+    baseline = sum(c[0] for c in plain_cells) + start
     ratio = own / baseline
-    print(f"{len(course)} course notebooks under strict nbval            {chapters:6.1f} s")
-    print(f"  {len(model)} cells tagged {MODEL_TAG}: the model's time "
-          f"  {model_time:6.1f} s (apart)")
-    print(f"  the course's own cells, kernels and collection   {own:6.1f} s")
-    print(f"{len(plain)} one-cell notebooks under strict nbval           {baseline:6.1f} s "
-          f"(before {before:.1f} s, after {after:.1f} s)")
-    print(f"CPU time, pytest and its kernels: course {course_cpu:.1f} s, one-cell "
-          f"{plain_cpu:.1f} s ({course_cpu / plain_cpu:.2f}x; the model's cells included)")
+    print(f"one strict nbval run, {len(course)} course notebooks and {len(plain)} one-cell notebooks "
+          f"in turn   {wall:6.1f} s")
+    print(f"  pytest's start and collection (counted on each side once)       {start:6.1f} s")
+    print(f"  {len(model)} cells tagged {MODEL_TAG}: the model's time (apart)       "
+          f"{model_time:6.1f} s")
+    print(f"  the course's own cells and kernels, with the start               {own:6.1f} s")
+    print(f"  the one-cell notebooks, with the start                           {baseline:6.1f} s")
+    print(f"CPU time, pytest and its kernels: {cpu:.1f} s (the model's cells included)")
     print("slowest of the course's own cells:")
     for seconds, notebook, number, _ in sorted((c for c in cells if not c[3]), reverse=True)[:8]:
         print(f"  {seconds:5.2f} s  {notebook} Cell {number}")

@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from toolkit._formats import imported
+
 TICKETS_FILE = "tickets.jsonl"
 
 
@@ -94,6 +96,7 @@ def demo_server_command(argv: list[str] | None = None) -> int:
     if not Path(folder).is_dir():
         print("error: the folder must exist", file=sys.stderr)
         return 2
+    imported("mcp.server.mcpserver")   # the SDK's import, the collector paused, as the course's server
     server = naive_server(folder) if args.which == "naive" else tickets_server(folder)
     server.run()
     return 0
