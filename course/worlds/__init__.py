@@ -62,7 +62,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "failures": ("MEANING", "POINTS_AT"),
     "invoice_log": ("BILLING_AGENT", "BlindRetry", "drift", "log_books", "MALFORMED", "simulate_log", "Simulation"),
     "issue_tracker": ("classify_retry", "COMPENSATION", "Compensation", "compensation_table",
-                      "create_issue_illustration", "IssueTracker", "RecordUnavailable",
+                      "CREATE_ISSUE", "create_issue_illustration", "IssueTracker", "RecordUnavailable",
                       "RemoteTimeout", "RetryKind", "TimeoutDecision", "TimeoutRuntime"),
     "ledger_race": ("race",),
     "ledger_scene": ("deliver", "LostAnswer", "new_books", "ORDER_432", "retry_variants"),

@@ -6,8 +6,8 @@ it turns "unknown" into "known" the cheapest way there is (retry with the origin
 tracker honours keys, look the call up in its record, ask a human), else the call stays
 ``awaiting_human``; a new proposal is refused while the first call's outcome is unknown
 (``classify_retry``: a retry with the original key is an *inquiry* into whether the first call took
-effect, one without it a *new proposal*, a second action in the world; the host's own rule is
-``toolkit.kernel.Host.execute``'s). ``create_issue_illustration`` plays each
+effect, one without it a *new proposal*, a second action in the world: the rule
+``toolkit.kernel.Host.execute`` keeps, read through its own ``retry_slot``). ``create_issue_illustration`` plays each
 strategy (retry blindly, the idempotency key, a record lookup, a person, nothing, a new key)
 and counts the issues that exist afterwards. One is the right answer. ``COMPENSATION`` is the
 chapter's table of effects that can or cannot be undone after the fact, and what must hold before
@@ -19,11 +19,20 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Callable
 
-from toolkit.kernel import NEXT_STEP, FailureClass, Status, ToolCall, ToolError, ToolResult
-from toolkit._json import carried_key, parsed_arguments, same_arguments
+from toolkit.kernel import (NEXT_STEP, Contract, FailureClass, Retry, Status, ToolCall, ToolError,
+                            ToolResult)
+from toolkit._json import carried_key, parsed_arguments
+from toolkit._unknown import retry_slot
 
 TITLE = "Login button does nothing"
 ISSUE_KEY = "issue:login-button:v1"
+
+#: create_issue as the tracker declares it: a second run opens a second issue, so it is safe to
+#: repeat only under its key (beside the call, or in ``key``).
+CREATE_ISSUE = Contract(
+    "create_issue", "Open an issue in the tracker.",
+    {"type": "object", "properties": {"title": {"type": "string"}, "key": {"type": "string"}},
+     "required": ["title"]}, retry=Retry.SAFE_WITH_KEY, idempotency_field="key")
 
 
 class RetryKind(str, Enum):
@@ -38,14 +47,15 @@ class RetryKind(str, Enum):
                 "conflict": "a conflict"}[self.value]
 
 
-def classify_retry(original: ToolCall, retry: ToolCall, contract: Any = None) -> RetryKind:
-    """A retry without the original key is a new proposal; with it, an inquiry."""
-    first, again = carried_key(original, contract), carried_key(retry, contract)
-    if not isinstance(first, str) or again != first:
+def classify_retry(original: ToolCall, retry: ToolCall, contract: Any = CREATE_ISSUE) -> RetryKind:
+    """The host's own rule (``toolkit._unknown.retry_slot``: the slot is the tool and its arguments
+    without the key), read as a kind: under no key or another key, a new proposal; under the
+    original key in the original slot, an inquiry; the original key in another slot, a conflict."""
+    (slot, key), (again_slot, again_key) = (retry_slot(c, contract, parsed_arguments(c.arguments))
+                                            for c in (original, retry))
+    if key is None or again_key != key:
         return RetryKind.NEW_PROPOSAL
-    if retry.name != original.name or not same_arguments(retry.arguments, original.arguments):
-        return RetryKind.CONFLICT
-    return RetryKind.INQUIRY
+    return RetryKind.INQUIRY if again_slot == slot else RetryKind.CONFLICT
 
 
 class RemoteTimeout(Exception):
@@ -82,7 +92,7 @@ class TimeoutRuntime:
     human: Callable[[ToolCall], str | None] | None = None
     log: list[str] = field(default_factory=list)
     unresolved: dict[str, ToolCall] = field(default_factory=dict)   # call id -> call with unknown outcome
-    contract: Any = None
+    contract: Any = CREATE_ISSUE
 
     def key_of(self, call: ToolCall) -> str | None:
         """The key ``call`` carries (beside it or in the contract's field); disagreeing keys count as none."""
