@@ -154,7 +154,7 @@ def main() -> int:
     print(f"  the course's own cells and kernels, with the start               {own:6.1f} s")
     print(f"  the one-cell notebooks, with the start                           {baseline:6.1f} s")
     print(f"CPU time, pytest and its kernels: {cpu:.1f} s (the model's cells included)")
-    print("slowest of the course's own cells:")
+    print("slowest of the course's own cells (a first cell includes its kernel's start, a last its stop):")
     for seconds, notebook, number, _ in sorted((c for c in cells if not c[3]), reverse=True)[:8]:
         print(f"  {seconds:5.2f} s  {notebook} Cell {number}")
     print(f"load average {load_at_start} at the start, {load()} at the end")
