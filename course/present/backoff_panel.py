@@ -11,7 +11,7 @@ from __future__ import annotations
 from toolkit.kernel import Jitter, RetryPolicy
 from course.worlds.waits import walk
 from course.worlds import plan_rows
-from course.present.text_view import panel_bundle, widgets
+from course.present.text_view import panel_bundle
 from course.present.svg import (AMBER, BLUE, FAINT, GREY, INK, LIGHT_AMBER, MUTED, PAPER, RED, drawn_html,
                                  svg_circle, svg_figure, svg_line, svg_rect, svg_text)
 
@@ -115,7 +115,7 @@ class BackoffPanel:
 
     def __init__(self, beta: float = 2.0, n_max: int = 4, d0: float = 1.0, jitter: str = "none",
                  seed: int = 0, d_max: float | None = None):
-        w = widgets()
+        import ipywidgets as w
 
         self.seed, self.d_max = seed, d_max
         style = {"description_width": "initial"}

@@ -14,7 +14,7 @@ import re
 from typing import Any, Mapping, Sequence
 
 from course.worlds import CRASH_POINTS, GuardedRun, crash_matrix, guarded_run, run_scenario
-from course.present.text_view import panel_bundle, widgets
+from course.present.text_view import panel_bundle
 from course.present.svg import (AMBER, BLUE, FAINT, GREEN, INK, LIGHT_BLUE, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED,
                                  drawn_html, svg_figure, svg_line, svg_lines, svg_rect, svg_text)
 
@@ -170,7 +170,7 @@ class InvoicePanel:
 
     def __init__(self, durable: bool = True, atomic: bool = False, honours: bool = False,
                  crash: str = "after_effect_before_ledger"):
-        w = widgets()
+        import ipywidgets as w
 
         self._holding = False
         layout = w.Layout(width="auto")

@@ -25,7 +25,6 @@ from pathlib import Path
 
 from course.present.svg import (FONT, GREEN, GREY, INK, MUTED, PAPER, RED, svg_circle, svg_figure,
                                  svg_rect, svg_text)
-from course.present.text_view import widgets
 
 QUESTIONS_FILE = Path(__file__).with_name("knowledge_questions.toml")
 LETTERS = "ABCDEF"
@@ -141,7 +140,7 @@ class KnowledgeCheck:
     """Two menus and a panel; ``choose`` and ``show`` drive it, ``text`` reads it."""
 
     def __init__(self, chapter: str | int):
-        w = widgets()
+        import ipywidgets as w
 
         self.quiz = quiz(chapter)
         self.chosen: dict[int, int] = {}           # question index -> the choice picked last

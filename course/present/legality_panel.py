@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 from toolkit.kernel import LAYER_OF, PRE_QUESTIONS, Outcome, Test, Verdict
-from course.present.text_view import panel_bundle, widgets
+from course.present.text_view import panel_bundle
 from course.present.svg import (GREEN, GREY, INK, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED, drawn_html,
                                  svg_circle, svg_figure, svg_lines, svg_rect, svg_text)
 
@@ -79,7 +79,7 @@ class LegalityPanel:
     """Three checkboxes and a verdict display; drive it from Python with ``.set(...)`` and read ``.text()``."""
 
     def __init__(self, scenario: Scenario, labels: tuple[str, str, str]):
-        w = widgets()
+        import ipywidgets as w
 
         self.scenario, self.labels = scenario, labels
         self.boxes = [w.Checkbox(value=True, description=label, indent=False,

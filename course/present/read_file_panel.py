@@ -13,7 +13,7 @@ import re
 
 from toolkit.kernel import READ_FILE_LAYERS
 
-from course.present.text_view import panel_bundle, widgets
+from course.present.text_view import panel_bundle
 from course.present.svg import (FAINT, GREEN, GREY, INK, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER, RED, drawn_html,
                                  svg_figure, svg_line, svg_lines, svg_rect, svg_text)
 from course.worlds import REQUESTS, Attempted, DemoTree, attempt, demo_workspace
@@ -92,7 +92,7 @@ class ReadFilePanel:
     """A request menu and three layer switches over a real ``read_file`` host."""
 
     def __init__(self, tree: DemoTree | None = None, request: str = "outside path"):
-        w = widgets()
+        import ipywidgets as w
 
         self._own = demo_workspace(prefix="read-file-panel-") if tree is None else None
         self.tree = tree if tree is not None else self._own

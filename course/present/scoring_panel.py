@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from toolkit.kernel import Option, choose
-from course.present.text_view import panel_bundle, widgets
+from course.present.text_view import panel_bundle
 from course.present.svg import (AMBER, FAINT, GREEN, GREY, INK, LIGHT_GREEN, MUTED, PAPER, RED, drawn_html,
                                  svg_figure, svg_line, svg_rect, svg_text)
 
@@ -67,7 +67,7 @@ class ScoringPanel:
     """Two sliders (λc, λr) over a fixed set of options; ``.set(lam_c=..., lam_r=...)`` then ``.text()``."""
 
     def __init__(self, options: Sequence[Option], lam_c: float = 1.0, lam_r: float = 1.0):
-        w = widgets()
+        import ipywidgets as w
 
         self.options = list(options)
         self.lam_c = w.FloatSlider(value=lam_c, min=0.0, max=3.0, step=0.25, description="λc (cost)")

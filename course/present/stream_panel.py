@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from toolkit._show import shorten
 from course.worlds import Moment, replay
-from course.present.text_view import panel_bundle, widgets
+from course.present.text_view import panel_bundle
 from course.present.svg import (AMBER, BLUE, FAINT, GREEN, INK, LIGHT_AMBER, LIGHT_GREEN, LIGHT_RED, MUTED, PAPER,
                                  RED, drawn_html, svg_figure, svg_rect, svg_text)
 
@@ -125,7 +125,7 @@ class StreamPanel:
 
     def __init__(self, name: str = "openai_stream.txt", position: int = 0, body: str | None = None,
                  window: int = 8):
-        w = widgets()
+        import ipywidgets as w
 
         self.name, self.window = name, window
         self.vendor, self.chunks, self.moments = replay(name, body)

@@ -15,8 +15,6 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from toolkit._formats import imported
-
 STYLE = "font-family:var(--jp-code-font-family,monospace);line-height:1.35;"
 
 
@@ -24,12 +22,6 @@ def pre_html(text: str, colour: str | None = None) -> str:
     """``text`` escaped inside a ``<pre>``; ``colour`` draws a left edge (green for allowed, red for refused)."""
     edge = f"border-left:4px solid {colour};padding-left:8px;" if colour else ""
     return f"<pre style='{STYLE}{edge}'>{html.escape(text)}</pre>"
-
-
-def widgets() -> Any:
-    """``ipywidgets``, imported once with the collector paused (``toolkit._formats.imported``): its
-    widget classes live as long as the kernel, so no later collection need walk them."""
-    return imported("ipywidgets")
 
 
 def panel_bundle(widget: Any, text: str, **kwargs: Any) -> dict[str, Any]:
