@@ -179,8 +179,7 @@ def registration(workspace: Path | str, tools: Iterable[str] = ("read_file",), p
     """The JSON an MCP client (Claude Desktop, an IDE) reads to start this server; ``python`` is
     the interpreter that has this package installed (a venv's ``bin/python``)."""
     args = ["-m", "toolkit.mcp", "serve", "--workspace", str(workspace)]
-    tools = list(tools)
-    if tools != ["read_file"]:
+    if (tools := list(tools)) != ["read_file"]:
         args += ["--tools", ",".join(tools)]
     return {"mcpServers": {name: {"command": python, "args": args}}}
 
@@ -188,8 +187,9 @@ def registration(workspace: Path | str, tools: Iterable[str] = ("read_file",), p
 def serve_stdio(workspace: Path | str, names: Iterable[str] = ("read_file",)) -> None:
     """Serve the tools ``names`` over ``workspace`` on stdin/stdout until stdin closes. A line the
     SDK cannot read (it answers nothing), a client gone mid-answer: one line each on stderr."""
-    stdio_server = imported("mcp.server.stdio").stdio_server   # the collector paused: -30% CPU at start
+    imported("mcp.server.stdio")   # the SDK's first import, the collector paused: -30% CPU at start
     import anyio
+    from mcp.server.stdio import stdio_server
 
     names = list(names)
     host = serving_host(workspace, names)
