@@ -63,9 +63,10 @@ def tool_listing(host: Host) -> list[Any]:
     client that shows hints shows the contract's own words."""
     from mcp import types
 
-    return [types.Tool(name=c.name, description=c.description, input_schema=dict(c.schema),
-                       annotations=types.ToolAnnotations(**mcp_annotations(c)))
-            for c in (tool.contract for tool in host.tools.values())]
+    return [types.Tool(name=t.contract.name, description=t.contract.description,
+                       input_schema=dict(t.contract.schema),
+                       annotations=types.ToolAnnotations(**mcp_annotations(t.contract)))
+            for t in host.tools.values()]
 
 
 def mcp_text(result: ToolResult) -> str:
