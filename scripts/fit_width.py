@@ -8,7 +8,8 @@ the layout its author gave it everywhere else:
 
 * a trailing comment that makes a line too wide moves up, onto a line of its own above it (or,
   when less padding is enough, only loses some, with the comments aligned beside it); a comment
-  line too wide is wrapped onto more comment lines;
+  line too wide is wrapped onto more comment lines, as evenly as that many lines can be (a comment
+  wrapped before with a last line of a word or two is rewrapped the same way);
 * as the chapters are written by hand: a line breaks inside its brackets (after a comma, between
   strings Python joins, before ``+``/``and``/``or``/``if``/``else``/``for``), the rest under the
   bracket's first item, and the items after it flow on like a paragraph; a long string is cut in
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import io
 import re
 import sys
@@ -50,7 +52,10 @@ WIDTH = 100
 #: A line IPython reads as its own syntax: a line magic, a shell escape, help, or a captured one.
 IPYTHON_LINE = re.compile(r"^\s*(?:[%!?]|[\w.]+\?\??\s*$|[\w.,\s()\[\]]+=\s*[%!])")
 #: Comments that tools read where they stand: never moved.
-PINNED_COMMENT = re.compile(r"#\s*(?:noqa|type:|fmt:|pragma|pylint:)|#+ (?:BEGIN|END) SOLUTION")
+#: A wrapped comment whose last line holds this many characters or fewer is rewrapped evenly.
+HANGING = 24
+PINNED_COMMENT = re.compile(r"#\s*(?:noqa|type:|fmt:|pragma|pylint:)|#+ (?:BEGIN|END) SOLUTION"
+                            r"|# YOUR CODE HERE")
 PLACEHOLDER = "__fit_width_ipython_line_{}__"
 CLOSING = re.compile(r"[)\]}]*,?")
 DEEPEST = 60        # a line continues at most this far right (under its bracket's first item)
@@ -99,12 +104,45 @@ def comments(source: str) -> dict[int, int]:
 
 
 def wrap_comment(indent: str, comment: str) -> list[str]:
-    """A comment as lines of at most WIDTH characters at ``indent`` (a long word stays whole)."""
+    """A comment as lines of at most WIDTH characters at ``indent`` (a long word stays whole), as
+    even as that many lines can be: no last line of a word or two left hanging."""
     body = comment.lstrip("#")
     lead = "#" * (len(comment) - len(body)) + body[: len(body) - len(body.lstrip())]
     width = max(WIDTH - len(indent) - len(lead), 20)
-    pieces = textwrap.wrap(body.strip(), width, break_long_words=False, break_on_hyphens=False)
-    return [indent + lead + piece for piece in pieces] or [indent + comment]
+    wrap = functools.partial(textwrap.wrap, body.strip(), break_long_words=False,
+                             break_on_hyphens=False)
+    pieces = wrap(width)
+    even = min((w for w in range(len(body.strip()) // max(len(pieces), 1), width)
+                if len(wrap(w)) == len(pieces)), default=width)
+    return [indent + lead + piece for piece in wrap(even)] or [indent + comment]
+
+
+def balance_comments(source: str) -> str:
+    """Rewrap each paragraph of comment lines that a cut at WIDTH left with a short last line
+    (``HANGING`` characters or fewer after the ``#``), as evenly as ``wrap_comment`` does."""
+    lines = source.split("\n")
+    where = comments(source)
+
+    def alone(n: int, column: int) -> bool:   # a comment on a line of its own, at ``column``
+        comment = lines[n - 1][column:] if where.get(n) == column else ""
+        return (comment.startswith("# ") and not lines[n - 1][:column].strip()
+                and not PINNED_COMMENT.match(comment))
+
+    out: list[str] = []
+    number = 1
+    while number <= len(lines):
+        column, last = where.get(number), number
+        if column is not None and alone(number, column):
+            while last < len(lines) and alone(last + 1, column):
+                last += 1
+        paragraph = lines[number - 1:last]
+        if (len(paragraph) > 1 and all(len(line) > WIDTH - 25 for line in paragraph[:-1])
+                and len(paragraph[-1][column:]) - 2 <= HANGING):
+            text = " ".join(line[column + 2:].strip() for line in paragraph)
+            paragraph = wrap_comment(lines[number - 1][:column], "# " + text)
+        out.extend(paragraph)
+        number = last + 1
+    return "\n".join(out)
 
 
 def fit_comments(source: str) -> str:
@@ -536,9 +574,10 @@ def by_hand(text: str) -> str:
 
 
 def fit_source(source: str) -> str:
-    """``source`` (a code cell, or a module) with its lines too wide shortened; the same program."""
+    """``source`` (a code cell, or a module) with its lines too wide shortened and its wrapped
+    comments even; the same program."""
     if not wide(source):
-        return source
+        return balance_comments(source)
     masked, kept = set_aside(source)
     text = masked
     for _ in range(3):      # black's statements, then the steps again: until nothing changes
@@ -547,7 +586,7 @@ def fit_source(source: str) -> str:
             break
     if not same_program(masked, text):
         raise AssertionError(f"reformatting changed the program:\n{masked}\n---\n{text}")
-    return put_back(text, kept)
+    return balance_comments(put_back(text, kept))
 
 
 def fit_notebook(path: Path) -> tuple[str, str, list[str]]:

@@ -189,6 +189,26 @@ def test_fit_width_leaves_a_cell_magic_alone(tmp_path: Path):
     assert nbformat.read(path, as_version=4).cells[0].source == cell
 
 
+def test_a_wrapped_comment_leaves_no_word_hanging():
+    """A comment is wrapped onto lines of even length; one cut at the width before, with a word or
+    two on its last line, is rewrapped the same way; a short comment of its own is left alone."""
+    hanging = ("    # hand each tk.ToolCall from finish(stop_reason) to execute; answer each Refusal"
+               " with its\n    # .result\n    x = 1")      # as a cut at the width once left it
+    fitted = fit_width.fit_source(hanging)
+    first, second, code = fitted.split("\n")
+    assert code == "    x = 1"
+    words = hanging.replace("    #", " ").split()[:-3]
+    assert (first + second).replace("    #", " ").split() == words
+    assert first.startswith("    # ") and second.startswith("    # ")
+    assert abs(len(first) - len(second)) < 15
+    alone = "# a heading\n# a short second line\nx = 1"       # not cut at the width: kept as written
+    assert fit_width.fit_source(alone) == alone
+    kept = "    # skip an illegal option; keep a strictly better score than the best so far\n" \
+           "    # YOUR CODE HERE\n    raise NotImplementedError()"
+    assert fit_width.fit_source(kept) == kept          # the stub's marker stays on a line of its own
+    assert fit_width.fit_source(fitted) == fitted
+
+
 def test_fit_width_keeps_solution_markers():
     cell = ("def total(values):\n    # add up the numbers\n    ### BEGIN SOLUTION\n"
             "    return sum(v for v in values.values()"

@@ -18,7 +18,6 @@ inside the project, some missing, some outside it. The model is the packaged one
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections import Counter
 from contextlib import contextmanager
@@ -100,11 +99,9 @@ def packaged_llama(threads: int = 1, n_ctx: int = 2048) -> Iterator[Any]:
 
     One thread: on a machine whose cores are busy, two of llama.cpp's threads wait on each
     other and run several times slower than one."""
-    from toolkit.live import LiveConfigError, packaged_model
+    from toolkit.live import packaged_model
 
-    path = packaged_model()                  # says how to install it when it is missing
-    if importlib.util.find_spec("llama_cpp") is None:
-        raise LiveConfigError('llama.cpp is not installed: pip install -e ".[model]"')
+    path = packaged_model()                  # says how to install it (or llama.cpp) when missing
     from llama_cpp import Llama
 
     llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads,

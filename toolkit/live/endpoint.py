@@ -75,7 +75,7 @@ def make_client(endpoint: Endpoint, http_client: Any = None, timeout: float = 60
     try:
         sdk = imported("openai" if endpoint.vendor == "openai" else "anthropic")
     except ImportError:
-        raise LiveConfigError(f"the {endpoint.vendor} SDK is not installed: pip install -e '.[live]'") from None
+        raise LiveConfigError(f"the {endpoint.vendor} SDK is not installed: pip install -e .") from None
     return (sdk.OpenAI if endpoint.vendor == "openai" else sdk.Anthropic)(**options)
 
 

