@@ -51,9 +51,9 @@ ROOT = Path(__file__).resolve().parent.parent
 WIDTH = 100
 #: A line IPython reads as its own syntax: a line magic, a shell escape, help, or a captured one.
 IPYTHON_LINE = re.compile(r"^\s*(?:[%!?]|[\w.]+\?\??\s*$|[\w.,\s()\[\]]+=\s*[%!])")
-#: Comments that tools read where they stand: never moved.
 #: A wrapped comment whose last line holds this many characters or fewer is rewrapped evenly.
 HANGING = 24
+#: Comments that tools read where they stand: never moved.
 PINNED_COMMENT = re.compile(r"#\s*(?:noqa|type:|fmt:|pragma|pylint:)|#+ (?:BEGIN|END) SOLUTION"
                             r"|# YOUR CODE HERE")
 PLACEHOLDER = "__fit_width_ipython_line_{}__"
@@ -112,7 +112,7 @@ def wrap_comment(indent: str, comment: str) -> list[str]:
     wrap = functools.partial(textwrap.wrap, body.strip(), break_long_words=False,
                              break_on_hyphens=False)
     pieces = wrap(width)
-    even = min((w for w in range(len(body.strip()) // max(len(pieces), 1), width)
+    even = min((w for w in range(max(len(body.strip()) // max(len(pieces), 1), 1), width)
                 if len(wrap(w)) == len(pieces)), default=width)
     return [indent + lead + piece for piece in wrap(even)] or [indent + comment]
 
