@@ -73,6 +73,8 @@ STUDENTS = {"ada": False, "bram": False, "chen": False, "dara": True, "emil": Tr
 ADMIN_TOKEN = uuid.uuid4().hex
 PASSWORD = uuid.uuid4().hex[:12]
 MIB = 1024 * 1024
+#: The longest a student's kernel may work on one request before the test gives up on it.
+KERNEL_WORK_SECONDS = 600
 
 
 # ------------------------------------------------------------------ off the hub, and the parts
@@ -478,6 +480,9 @@ def run_in_kernel(hub: Hub, student: str, token: str, code: str) -> str:
     url = f"ws://127.0.0.1:{hub.url.rsplit(':', 1)[1]}/user/{student}/api/kernels/{kernel.json()['id']}/channels"
     session = uuid.uuid4().hex
     ws = kernel_channels(url, token)
+    # Connected: from here the kernel is at work, and its idle state is what ends the wait. A
+    # student's search of every readable file can take minutes on a busy machine with a full /tmp.
+    ws.settimeout(KERNEL_WORK_SECONDS)
     try:
         def reply_to(request: dict, collect: list[str] | None = None) -> dict:
             ws.send(json.dumps(request))
